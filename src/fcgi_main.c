@@ -1,0 +1,795 @@
+/*
+ * fcgi_main.c - tokstream-fcgi, the FastCGI responder (FastCGI 1.0
+ * "Responder" role, libfcgi). The only file that includes fcgiapp.h: it
+ * accepts requests on a pool of threads, routes them, and does every
+ * write. Generation logic lives in engine.c and gen.c.
+ *
+ * Facts it relies on (../shared/NOTES.md, measured on lighttpd 1.4.69 and
+ * libfcgi 2.4.2): lighttpd never sends FCGI_ABORT_REQUEST, it just closes
+ * the backend connection when its client is gone; after the first failed
+ * flush libfcgi reports success, so FCGX_GetError is checked after every
+ * flush; FCGX_Init makes SIGPIPE a no-op and SIGTERM a flag, so both are
+ * set up again here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <fcgiapp.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "engine.h"
+#include "gen.h"
+#include "http.h"
+#include "sse.h"
+#include "state.h"
+
+#define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
+
+#define DEFAULT_THREADS 64
+#define MAX_THREADS 4096
+#define DEFAULT_STATE_DIR "/run/tokstream"
+#define SHUTDOWN_GRACE_MS 5000
+#define THREAD_STACK_BYTES (256u * 1024u)
+
+struct options {
+	int threads;
+	const char *state_dir;
+	const char *socket_path;     /* NULL: listen on fd 0 (spawn-fcgi) */
+	const char *log_path;        /* NULL: stderr as inherited */
+	int backlog;
+	struct engine_latency lat;
+};
+
+/* Process-wide state, set up once in main and read by every worker. */
+static struct options opt;
+static struct state *state;
+static int listen_fd;
+static atomic_int stopping;
+static atomic_int active_requests;
+
+/* One worker thread: its FastCGI request and its encode buffer. */
+struct worker {
+	pthread_t thread;
+	FCGX_Request req;
+	struct ts_buf out;
+};
+
+/* One request in flight, the ctx of its engine_io callbacks. */
+struct conn {
+	struct worker *w;
+	FCGX_Request *req;
+	int hup;                 /* a write or the socket said: client gone */
+	struct ts_buf text;      /* POST /generate: the answer so far */
+};
+
+static const char *
+param(FCGX_Request *req, const char *name)
+{
+	const char *v = FCGX_GetParam(name, req->envp);
+
+	return v ? v : "";
+}
+
+/*
+ * Writes (p, len) and flushes. libfcgi keeps returning success after the
+ * first failure, so the stream's error is read after every flush (NOTES
+ * "libfcgi traps"). Returns TS_OK or TS_EHUP.
+ */
+static enum ts_err
+conn_write_flush(struct conn *c, const char *p, size_t len)
+{
+	FCGX_Stream *out = c->req->out;
+
+	if (c->hup)
+		return TS_EHUP;
+	if (len > INT_MAX || FCGX_PutStr(p, (int)len, out) != (int)len ||
+	    FCGX_FFlush(out) != 0 || FCGX_GetError(out) != 0) {
+		c->hup = 1;
+		return TS_EHUP;
+	}
+	return TS_OK;
+}
+
+/* Response head: CGI-style "Status:" line and headers (FastCGI 1.0
+ * section 6.2, the Responder's stdout is a CGI response). */
+static enum ts_err
+write_head(struct conn *c, int status, const char *ctype, uint64_t id,
+    const char *extra)
+{
+	char head[512];
+	int n;
+
+	n = snprintf(head, sizeof(head),
+	    "Status: %d %s\r\nContent-Type: %s\r\n%s%s", status,
+	    http_reason(status), ctype, extra ? extra : "",
+	    id ? "" : "\r\n");
+	if (id != 0 && n > 0 && (size_t)n < sizeof(head))
+		n += snprintf(head + n, sizeof(head) - (size_t)n,
+		    "X-Request-Id: %llu\r\n\r\n", (unsigned long long)id);
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return TS_EINVAL;
+	return conn_write_flush(c, head, (size_t)n);
+}
+
+/* A complete JSON error response (before any other byte was sent). */
+static void
+send_error(struct conn *c, const struct http_error *err, const char *extra)
+{
+	struct ts_buf b;
+
+	ts_buf_init(&b, 64 * 1024);
+	http_error_json(err, &b);
+	ts_buf_append(&b, "\n", 1);
+	if (write_head(c, err->status, "application/json", 0, extra) == TS_OK)
+		conn_write_flush(c, b.p, b.len);
+	ts_buf_free(&b);
+}
+
+static void
+send_json(struct conn *c, int status, json_t *obj, uint64_t id)
+{
+	char *s = json_dumps(obj, JSON_COMPACT);
+
+	json_decref(obj);
+	if (s == NULL) {
+		struct http_error err;
+
+		http_error_set(&err, 500, "server_error", "encode_failed",
+		    "the response could not be encoded");
+		send_error(c, &err, NULL);
+		return;
+	}
+	if (write_head(c, status, "application/json", id, NULL) == TS_OK) {
+		size_t n = strlen(s);
+
+		s[n] = '\n';    /* replace the NUL: one line of JSON */
+		conn_write_flush(c, s, n + 1);
+	}
+	free(s);
+}
+
+/*
+ * Sleeps until deadline_ns on CLOCK_MONOTONIC while watching the FastCGI
+ * connection: lighttpd closes it when its client is gone, which shows as
+ * POLLRDHUP/POLLHUP. Only hang-up is polled for, so a pending FastCGI
+ * record (the empty FCGI_STDIN that ends a GET) does not wake the loop.
+ */
+static enum ts_err
+conn_wait_until(void *ctx, int64_t deadline_ns)
+{
+	struct conn *c = ctx;
+
+	for (;;) {
+		int64_t left = deadline_ns - engine_now_ns();
+		struct timespec ts;
+		struct pollfd pfd;
+		int n;
+
+		if (c->hup)
+			return TS_EHUP;
+		if (left <= 0)
+			return TS_OK;
+		ts.tv_sec = left / 1000000000;
+		ts.tv_nsec = left % 1000000000;
+		pfd.fd = c->req->ipcFd;
+		pfd.events = POLLRDHUP;
+		pfd.revents = 0;
+		n = ppoll(&pfd, 1, &ts, NULL);
+		if (n < 0 && errno != EINTR)
+			nanosleep(&ts, NULL);   /* cannot watch: just wait */
+		if (n > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+			c->hup = 1;
+			return TS_EHUP;
+		}
+		if (n > 0 && (pfd.revents & POLLNVAL))
+			nanosleep(&ts, NULL);
+	}
+}
+
+static enum ts_err
+stream_on_token(void *ctx, uint32_t index, const char *text, size_t len)
+{
+	struct conn *c = ctx;
+	struct ts_buf *b = &c->w->out;
+
+	ts_buf_reset(b);
+	if (sse_encode_token(b, text, len) != TS_OK)
+		return TS_EINVAL;
+	return conn_write_flush(c, b->p, b->len);
+}
+
+static enum ts_err
+stream_on_keepalive(void *ctx)
+{
+	struct conn *c = ctx;
+
+	return conn_write_flush(c, CONST_STR_LEN(": keep-alive\n\n"));
+}
+
+static enum ts_err
+generate_on_token(void *ctx, uint32_t index, const char *text, size_t len)
+{
+	struct conn *c = ctx;
+
+	return ts_buf_append(&c->text, text, len) == TS_OK ? TS_OK :
+	    TS_ELIMIT;
+}
+
+/* Fills the engine job shared by /stream and /generate. */
+static void
+job_from_request(struct engine_job *job, const struct http_gen_request *r,
+    int64_t t0)
+{
+	job->prompt = r->prompt;
+	job->prompt_len = r->prompt_len;
+	job->prompt_tokens = gen_tokenize(r->prompt, r->prompt_len, NULL, 0);
+	job->max_tokens = r->max_tokens;
+	job->prefill_ms = r->prefill_ms >= 0 ? (double)r->prefill_ms :
+	    engine_prefill_ms(&opt.lat, job->prompt_tokens);
+	job->tpot_ms = r->tpot_ms >= 0 ? (double)r->tpot_ms : opt.lat.tpot_ms;
+	job->error_after = r->error_after;
+	job->t0_ns = t0;
+	job->state_id = 0;
+}
+
+static enum state_status
+status_of(enum engine_finish f)
+{
+	switch (f) {
+	case ENGINE_FINISH_LENGTH: return STATE_DONE;
+	case ENGINE_FINISH_CANCELLED: return STATE_CANCELLED;
+	case ENGINE_FINISH_ERROR:
+	case ENGINE_FINISH_SHUTDOWN: break;
+	}
+	return STATE_ERROR;
+}
+
+/*
+ * GET /stream: SSE, one event per token, then [DONE] (see README). Once
+ * the 200 is sent an error can only be an SSE error event, then [DONE].
+ */
+static void
+handle_stream(struct conn *c, int64_t t0)
+{
+	struct http_gen_request r;
+	struct http_error err;
+	struct engine_job job;
+	struct engine_result res;
+	struct engine_io io = { c, stream_on_token, stream_on_keepalive,
+	    conn_wait_until };
+	const char *qs = param(c->req, "QUERY_STRING");
+	struct ts_buf *b = &c->w->out;
+
+	if (http_parse_query(qs, strlen(qs), &r, &err) != TS_OK) {
+		send_error(c, &err, NULL);
+		return;
+	}
+	job_from_request(&job, &r, t0);
+	job.state_id = state_begin(state, STATE_KIND_STREAM, r.max_tokens,
+	    job.prompt_tokens);
+	if (write_head(c, 200, "text/event-stream", job.state_id,
+	    "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") !=
+	    TS_OK) {
+		state_end(state, job.state_id, STATE_CANCELLED);
+		goto out;
+	}
+	engine_run(&job, &opt.lat, &io, state, &stopping, &res);
+	ts_buf_reset(b);
+	if (res.finish == ENGINE_FINISH_ERROR)
+		sse_encode_error(b, r.error_after >= 0 ?
+		    "injected error (error_after)" : "generation failed",
+		    "server_error", r.error_after >= 0 ? "injected_error" :
+		    "generation_failed");
+	else if (res.finish == ENGINE_FINISH_SHUTDOWN)
+		sse_encode_error(b, "the server is shutting down",
+		    "server_error", "shutdown");
+	if (res.finish != ENGINE_FINISH_CANCELLED) {
+		sse_encode_done(b);
+		if (conn_write_flush(c, b->p, b->len) != TS_OK &&
+		    res.finish == ENGINE_FINISH_LENGTH)
+			res.finish = ENGINE_FINISH_CANCELLED;
+	}
+	state_end(state, job.state_id, status_of(res.finish));
+out:
+	http_gen_request_free(&r);
+}
+
+/*
+ * Reads the POST body: CONTENT_LENGTH bytes through FCGX_GetStr, which
+ * spans as many FCGI_STDIN records as needed (C05). Over the limit: 413,
+ * after draining what was sent so lighttpd can deliver the answer.
+ */
+static enum ts_err
+read_body(struct conn *c, struct ts_buf *body, struct http_error *err)
+{
+	const char *cl = param(c->req, "CONTENT_LENGTH");
+	char chunk[16384];
+	unsigned long long want = 0;
+	char *end;
+
+	if (*cl != '\0') {
+		errno = 0;
+		want = strtoull(cl, &end, 10);
+		if (errno != 0 || *end != '\0' || *cl == '-') {
+			http_error_set(err, 400, "invalid_request_error",
+			    "invalid_content_length",
+			    "Content-Length is not a number");
+			return TS_EINVAL;
+		}
+	}
+	if (want > HTTP_MAX_BODY_BYTES) {
+		unsigned long long left = want;
+
+		while (left > 0) {
+			int n = FCGX_GetStr(chunk, sizeof(chunk),
+			    c->req->in);
+
+			if (n <= 0)
+				break;
+			left -= (unsigned long long)n < left ?
+			    (unsigned long long)n : left;
+		}
+		http_error_set(err, 413, "invalid_request_error",
+		    "body_too_large", "the body is %llu bytes; the limit is "
+		    "%u bytes", want, HTTP_MAX_BODY_BYTES);
+		return TS_ELIMIT;
+	}
+	while (body->len < want) {
+		size_t room = want - body->len;
+		int n = FCGX_GetStr(chunk, room < sizeof(chunk) ?
+		    (int)room : (int)sizeof(chunk), c->req->in);
+
+		if (n <= 0)
+			break;
+		ts_buf_append(body, chunk, (size_t)n);
+	}
+	if (body->len < want) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "incomplete_body", "the body ended after %zu of the %llu "
+		    "bytes that Content-Length announced", body->len, want);
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* POST /generate: the whole answer as one JSON object. */
+static void
+handle_generate(struct conn *c, int64_t t0)
+{
+	struct http_gen_request r = { 0 };
+	struct http_error err;
+	struct engine_job job;
+	struct engine_result res;
+	struct engine_io io = { c, generate_on_token, NULL, conn_wait_until };
+	struct ts_buf body;
+	json_t *text, *obj;
+
+	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
+	ts_buf_init(&c->text, (size_t)HTTP_MAX_TOKENS_CAP *
+	    GEN_TOKEN_MAX_BYTES);
+	if (read_body(c, &body, &err) != TS_OK ||
+	    http_parse_json(body.p ? body.p : "", body.len, &r, &err) !=
+	    TS_OK) {
+		send_error(c, &err, NULL);
+		goto out;
+	}
+	job_from_request(&job, &r, t0);
+	job.state_id = state_begin(state, STATE_KIND_GENERATE, r.max_tokens,
+	    job.prompt_tokens);
+	engine_run(&job, &opt.lat, &io, state, &stopping, &res);
+	state_end(state, job.state_id, status_of(res.finish));
+	switch (res.finish) {
+	case ENGINE_FINISH_CANCELLED:
+		goto out;   /* nobody to answer */
+	case ENGINE_FINISH_ERROR:
+		http_error_set(&err, 500, "server_error", r.error_after >= 0 ?
+		    "injected_error" : "generation_failed", "%s",
+		    r.error_after >= 0 ? "injected error (error_after)" :
+		    "generation failed");
+		send_error(c, &err, NULL);
+		goto out;
+	case ENGINE_FINISH_SHUTDOWN:
+		http_error_set(&err, 503, "server_error", "shutdown",
+		    "the server is shutting down");
+		send_error(c, &err, NULL);
+		goto out;
+	case ENGINE_FINISH_LENGTH:
+		break;
+	}
+	text = json_stringn(c->text.p ? c->text.p : "", c->text.len);
+	obj = json_pack("{s:o,s:{s:I,s:I}}", "text", text, "usage",
+	    "prompt_tokens", (json_int_t)job.prompt_tokens,
+	    "completion_tokens", (json_int_t)res.generated);
+	send_json(c, 200, obj, job.state_id);
+out:
+	http_gen_request_free(&r);
+	ts_buf_free(&body);
+	ts_buf_free(&c->text);
+}
+
+static int
+is_loopback(const char *addr)
+{
+	return strcmp(addr, "127.0.0.1") == 0 || strcmp(addr, "::1") == 0 ||
+	    strcmp(addr, "::ffff:127.0.0.1") == 0;
+}
+
+/* GET /_debug/generated[?id=N]: one stream's counts, loopback only. */
+static void
+handle_debug_generated(struct conn *c)
+{
+	const char *qs = param(c->req, "QUERY_STRING");
+	struct state_record rec;
+	struct http_error err;
+	unsigned long long id = 0;
+	const char *status;
+	char idbuf[24];
+	json_t *obj;
+
+	if (!is_loopback(param(c->req, "REMOTE_ADDR"))) {
+		http_error_set(&err, 403, "permission_error", "loopback_only",
+		    "/_debug/ is reachable only from 127.0.0.1");
+		send_error(c, &err, NULL);
+		return;
+	}
+	if (strncmp(qs, "id=", 3) == 0) {
+		char *end;
+
+		errno = 0;
+		id = strtoull(qs + 3, &end, 10);
+		if (errno != 0 || end == qs + 3 || (*end != '\0' &&
+		    *end != '&') || id == 0 || qs[3] == '-') {
+			http_error_set(&err, 400, "invalid_request_error",
+			    "invalid_id", "id must be a stream id, a "
+			    "positive integer as sent in X-Request-Id");
+			send_error(c, &err, NULL);
+			return;
+		}
+	} else if (*qs != '\0') {
+		http_error_set(&err, 400, "invalid_request_error",
+		    "invalid_query", "the only parameter is id=<stream id>");
+		send_error(c, &err, NULL);
+		return;
+	}
+	if (state_lookup(state, id, &rec) != TS_OK) {
+		http_error_set(&err, 404, "not_found_error", "unknown_stream",
+		    id ? "no stream with id %llu is held (unknown or older "
+		    "than the last %u streams)" : "no stream has started yet",
+		    id, STATE_CAPACITY);
+		send_error(c, &err, NULL);
+		return;
+	}
+	status = rec.owner_gone ? "error" : state_status_name(rec.status);
+	snprintf(idbuf, sizeof(idbuf), "%llu", (unsigned long long)rec.id);
+	obj = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I}",
+	    "id", idbuf,
+	    "kind", rec.kind == STATE_KIND_STREAM ? "stream" : "generate",
+	    "requested", (json_int_t)rec.requested,
+	    "generated", (json_int_t)rec.generated,
+	    "status", status,
+	    "prompt_tokens", (json_int_t)rec.prompt_tokens,
+	    "pid", (json_int_t)rec.pid,
+	    "started_ms", (json_int_t)rec.started_ms,
+	    "ended_ms", (json_int_t)rec.ended_ms,
+	    "total_generated", (json_int_t)state_total_generated(state),
+	    "total_streams", (json_int_t)state_total_streams(state));
+	if (obj != NULL && rec.owner_gone)
+		json_object_set_new(obj, "error", json_string(
+		    "the responder process that ran it has exited"));
+	send_json(c, 200, obj, 0);
+}
+
+/* Routes one request by path and method. */
+static void
+handle(struct worker *w)
+{
+	struct conn c = { w, &w->req, 0, { 0 } };
+	struct http_error err;
+	const char *method = param(&w->req, "REQUEST_METHOD");
+	const char *uri = param(&w->req, "REQUEST_URI");
+	size_t plen = strcspn(uri, "?");
+	int64_t t0 = engine_now_ns();
+
+#define PATH_IS(s) (plen == sizeof(s) - 1 && memcmp(uri, s, plen) == 0)
+	if (atomic_load(&stopping)) {
+		http_error_set(&err, 503, "server_error", "shutdown",
+		    "the server is shutting down");
+		send_error(&c, &err, "Retry-After: 1\r\n");
+	} else if (PATH_IS("/stream")) {
+		if (strcmp(method, "GET") == 0)
+			handle_stream(&c, t0);
+		else
+			goto not_allowed_get;
+	} else if (PATH_IS("/generate")) {
+		if (strcmp(method, "POST") == 0) {
+			handle_generate(&c, t0);
+		} else {
+			http_error_set(&err, 405, "invalid_request_error",
+			    "method_not_allowed", "%s /generate is not "
+			    "allowed; use POST", method);
+			send_error(&c, &err, "Allow: POST\r\n");
+		}
+	} else if (PATH_IS("/_debug/generated")) {
+		if (strcmp(method, "GET") == 0)
+			handle_debug_generated(&c);
+		else
+			goto not_allowed_get;
+	} else if (PATH_IS("/health")) {
+		if (strcmp(method, "GET") == 0)
+			send_json(&c, 200, json_pack("{s:s}", "status", "ok"),
+			    0);
+		else
+			goto not_allowed_get;
+	} else {
+		http_error_set(&err, 404, "not_found_error", "unknown_path",
+		    "no endpoint at %.*s; try GET /stream?prompt=hello, "
+		    "POST /generate or GET /_debug/generated",
+		    (int)(plen > 128 ? 128 : plen), uri);
+		send_error(&c, &err, NULL);
+	}
+	return;
+not_allowed_get:
+	http_error_set(&err, 405, "invalid_request_error",
+	    "method_not_allowed", "%s %.*s is not allowed; use GET", method,
+	    (int)(plen > 128 ? 128 : plen), uri);
+	send_error(&c, &err, "Allow: GET\r\n");
+#undef PATH_IS
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	if (FCGX_InitRequest(&w->req, listen_fd, 0) != 0)
+		return NULL;
+	ts_buf_init(&w->out, 1u << 20);
+	while (!atomic_load(&stopping)) {
+		if (FCGX_Accept_r(&w->req) < 0)
+			break;
+		atomic_fetch_add(&active_requests, 1);
+		handle(w);
+		FCGX_Finish_r(&w->req);
+		atomic_fetch_sub(&active_requests, 1);
+	}
+	ts_buf_free(&w->out);
+	return NULL;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: tokstream-fcgi [options]\n"
+"FastCGI responder for tokstream; normally started by spawn-fcgi (it\n"
+"accepts on fd 0) or with --socket.\n"
+"\n"
+"  -t, --threads N              request threads (default %d); each open\n"
+"                               stream holds one\n"
+"  -d, --state-dir DIR          state file directory (default %s)\n"
+"  -s, --socket PATH            listen on this unix socket, not fd 0\n"
+"  -b, --backlog N              listen backlog with --socket (default 1024)\n"
+"  -l, --log FILE               append log lines to FILE (spawn-fcgi sends\n"
+"                               stderr to /dev/null)\n"
+"      --prefill-base-ms MS     prefill cost per request (default %.0f)\n"
+"      --prefill-per-token-ms MS  prefill cost per prompt token (default %.2f)\n"
+"      --tpot-ms MS             decode step time, TPOT (default %.0f)\n"
+"      --keepalive-ms MS        SSE comment interval while silent, 0 = off\n"
+"                               (default %.0f)\n"
+"  -h, --help                   this text\n"
+"  -V, --version                version\n",
+	    DEFAULT_THREADS, DEFAULT_STATE_DIR, ENGINE_DEFAULT_PREFILL_BASE_MS,
+	    ENGINE_DEFAULT_PREFILL_PER_TOKEN_MS, ENGINE_DEFAULT_TPOT_MS,
+	    ENGINE_DEFAULT_KEEPALIVE_MS);
+}
+
+/* Parses a number of ms in [0, max]; exits with a clear message if not. */
+static double
+parse_ms(const char *name, const char *s, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > max) {
+		fprintf(stderr, "tokstream-fcgi: --%s must be a number of "
+		    "milliseconds from 0 to %.0f, not '%s'\n", name, max, s);
+		exit(2);
+	}
+	return v;
+}
+
+static int
+parse_int(const char *name, const char *s, int min, int max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+		fprintf(stderr, "tokstream-fcgi: --%s must be an integer from "
+		    "%d to %d, not '%s'\n", name, min, max, s);
+		exit(2);
+	}
+	return (int)v;
+}
+
+static void
+parse_options(int argc, char **argv)
+{
+	enum { O_PB = 256, O_PT, O_TPOT, O_KA };
+	static const struct option longopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "backlog", required_argument, NULL, 'b' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "prefill-base-ms", required_argument, NULL, O_PB },
+		{ "prefill-per-token-ms", required_argument, NULL, O_PT },
+		{ "tpot-ms", required_argument, NULL, O_TPOT },
+		{ "keepalive-ms", required_argument, NULL, O_KA },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int ch;
+
+	opt.threads = DEFAULT_THREADS;
+	opt.state_dir = DEFAULT_STATE_DIR;
+	opt.socket_path = NULL;
+	opt.backlog = 1024;
+	engine_latency_defaults(&opt.lat);
+	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 't':
+			opt.threads = parse_int("threads", optarg, 1,
+			    MAX_THREADS);
+			break;
+		case 'd': opt.state_dir = optarg; break;
+		case 's': opt.socket_path = optarg; break;
+		case 'l': opt.log_path = optarg; break;
+		case 'b':
+			opt.backlog = parse_int("backlog", optarg, 1, 65535);
+			break;
+		case O_PB:
+			opt.lat.prefill_base_ms = parse_ms("prefill-base-ms",
+			    optarg, HTTP_MAX_PREFILL_MS);
+			break;
+		case O_PT:
+			opt.lat.prefill_per_token_ms = parse_ms(
+			    "prefill-per-token-ms", optarg, 1000);
+			break;
+		case O_TPOT:
+			opt.lat.tpot_ms = parse_ms("tpot-ms", optarg,
+			    HTTP_MAX_TPOT_MS);
+			break;
+		case O_KA:
+			opt.lat.keepalive_ms = parse_ms("keepalive-ms", optarg,
+			    600000);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("tokstream-fcgi %s\n", PACKAGE_VERSION);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "tokstream-fcgi: unexpected argument '%s'\n",
+		    argv[optind]);
+		exit(2);
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct worker *workers;
+	pthread_attr_t attr;
+	sigset_t sigs;
+	char errbuf[512];
+	int i, sig, started = 0, accepting = 0;
+	socklen_t optlen = sizeof(accepting);
+
+	parse_options(argc, argv);
+	if (opt.log_path != NULL) {
+		int fd = open(opt.log_path, O_WRONLY | O_CREAT | O_APPEND |
+		    O_CLOEXEC, 0644);
+
+		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+			fprintf(stderr, "tokstream-fcgi: cannot open log %s: "
+			    "%s\n", opt.log_path, strerror(errno));
+			return 1;
+		}
+		close(fd);
+		setvbuf(stderr, NULL, _IOLBF, 0);
+	}
+	if (state_open(&state, opt.state_dir, errbuf, sizeof(errbuf)) !=
+	    TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: %s (set --state-dir)\n",
+		    errbuf);
+		return 1;
+	}
+	if (FCGX_Init() != 0) {
+		fprintf(stderr, "tokstream-fcgi: FCGX_Init failed\n");
+		return 1;
+	}
+	if (opt.socket_path != NULL) {
+		listen_fd = FCGX_OpenSocket(opt.socket_path, opt.backlog);
+		if (listen_fd < 0) {
+			fprintf(stderr, "tokstream-fcgi: cannot listen on "
+			    "%s\n", opt.socket_path);
+			return 1;
+		}
+	} else if (getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &accepting,
+	    &optlen) != 0 || !accepting) {
+		fprintf(stderr, "tokstream-fcgi: fd 0 is not a listening "
+		    "socket; start it with spawn-fcgi (see scripts/"
+		    "tokstream-ctl) or pass --socket PATH\n");
+		return 1;
+	}
+	/* FCGX_Init installed its own handlers (NOTES "libfcgi traps"). */
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	workers = xcalloc((size_t)opt.threads, sizeof(*workers));
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK_BYTES);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (i = 0; i < opt.threads; i++) {
+		if (pthread_create(&workers[i].thread, &attr, worker_main,
+		    &workers[i]) == 0)
+			started++;
+	}
+	pthread_attr_destroy(&attr);
+	if (started == 0) {
+		fprintf(stderr, "tokstream-fcgi: cannot start threads\n");
+		return 1;
+	}
+	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d threads, state %s/%s,"
+	    " TPOT %.1f ms, prefill %.1f ms + %.3f ms/token\n",
+	    PACKAGE_VERSION, (long)getpid(), started, opt.state_dir,
+	    STATE_FILE_NAME, opt.lat.tpot_ms, opt.lat.prefill_base_ms,
+	    opt.lat.prefill_per_token_ms);
+
+	/* The main thread only waits for a stop signal. */
+	while (sigwait(&sigs, &sig) != 0 || sig == 0)
+		;
+	atomic_store(&stopping, 1);
+	/* Streams in flight end with an error event and [DONE] within one
+	 * wake-up (engine_run polls `stopping`); give them a grace time. */
+	for (i = 0; i < SHUTDOWN_GRACE_MS / 10 &&
+	    atomic_load(&active_requests) > 0; i++) {
+		struct timespec ts = { 0, 10000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "tokstream-fcgi: pid %ld stopped by signal %d\n",
+	    (long)getpid(), sig);
+	/* Idle workers are blocked in accept(): exit without joining. */
+	_exit(0);
+}

@@ -1,0 +1,97 @@
+/*
+ * gen.h - the deterministic token generator: vocabulary, prompt tokenizer,
+ * PRNG and sampler. No I/O, no clocks, no HTTP.
+ *
+ * Determinism contract: for the same prompt bytes, gen_next() returns the
+ * same token ids in the same order in any process, on any run, on any
+ * little- or big-endian machine (integer arithmetic only, no floats).
+ * Prefix property: the first k ids of a stream do not depend on how many
+ * more are asked for, so a stream cut short is a prefix of the full answer.
+ *
+ * Algorithms: the seed is FNV-1a 64 of the prompt bytes, finalised with the
+ * SplitMix64 mixer; the PRNG is xoshiro256** (Blackman and Vigna, 2018)
+ * whose state is filled from the seed by SplitMix64; tokens are drawn from
+ * an integer weight table (Zipf-like over words, with a fixed share for the
+ * "stress" tokens) by Lemire's nearly-divisionless bounded draw.
+ */
+#ifndef GEN_H
+#define GEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Vocabulary layout: ids 0..255 are the byte-fallback tokens (one raw byte
+ * each, used only by the tokenizer, never generated); ids from
+ * GEN_FIRST_TEXT_ID up are text tokens (valid UTF-8, 1..32 bytes).
+ */
+#define GEN_FIRST_TEXT_ID 256u
+#define GEN_TOKEN_MAX_BYTES 32u
+
+/* Number of entries in the vocabulary, byte tokens included (> 1256). */
+uint32_t gen_vocab_size(void);
+
+/*
+ * Text of token `id`: a borrowed pointer into static storage (not
+ * NUL-terminated for byte tokens; always valid for the program's life) and
+ * its length in bytes in *len. Returns NULL for an id out of range.
+ */
+const char *gen_token_text(uint32_t id, size_t *len);
+
+/*
+ * Prompt tokenizer: greedy longest match over the text tokens, left to
+ * right; a byte that starts no text token becomes one byte-fallback token.
+ * Writes at most `cap` ids to `ids` (may be NULL when cap is 0) and returns
+ * the total number of tokens in the prompt (which may exceed cap).
+ * `prompt` is (ptr, len); NUL bytes are ordinary bytes.
+ */
+size_t gen_tokenize(const char *prompt, size_t len, uint32_t *ids,
+    size_t cap);
+
+/* The 64-bit seed of a prompt: SplitMix64-finalised FNV-1a 64. */
+uint64_t gen_seed(const char *prompt, size_t len);
+
+/* One generation: PRNG state plus what the sampler needs of the context. */
+struct gen_stream {
+	uint64_t s[4];       /* xoshiro256** state */
+	uint32_t produced;   /* tokens returned by gen_next so far */
+	uint32_t last;       /* last token id, 0 before the first */
+	uint32_t words;      /* words since the last sentence break */
+};
+
+/* Starts a generation for the prompt (ptr, len). Cannot fail. */
+void gen_init(struct gen_stream *g, const char *prompt, size_t len);
+
+/* The next token id (always >= GEN_FIRST_TEXT_ID). Cannot fail. */
+uint32_t gen_next(struct gen_stream *g);
+
+/*
+ * Internal to gen.c and gen_vocab.c: the text-token table. Entry i is token
+ * id GEN_FIRST_TEXT_ID + i. The kind says in which part of a sentence the
+ * sampler may draw it; the weight is relative to the other tokens it is
+ * drawn with (0: the tokenizer knows it, the sampler never draws it).
+ */
+enum gen_kind {
+	GEN_K_WORD,     /* a word with its leading space: " model" */
+	GEN_K_PIECE,    /* glues onto the previous token: "ing", "the" */
+	GEN_K_PUNCT,    /* punctuation inside a sentence: ",", " (" */
+	GEN_K_NUM,      /* digits and numbers: "7", " 2024" */
+	GEN_K_STRESS,   /* quote, backslash, tab, non-ASCII, " data:" */
+	GEN_K_NL,       /* newlines: "\n", "\n\n" */
+	GEN_K_END,      /* sentence ends: ".", "?" */
+	GEN_K_START,    /* sentence start at the beginning of a line: "The" */
+	GEN_K_SSTART    /* sentence start after a sentence end: " The" */
+};
+
+struct gen_vocab_entry {
+	const char *text;       /* len bytes of valid UTF-8 */
+	uint8_t len;            /* 1..GEN_TOKEN_MAX_BYTES */
+	uint8_t kind;           /* enum gen_kind */
+	uint16_t weight;        /* sampling weight within its context */
+};
+
+extern const unsigned char gen_vocab_bytes[256];  /* byte b is b */
+extern const struct gen_vocab_entry gen_vocab_text[];
+extern const uint32_t gen_vocab_ntext;  /* entries in gen_vocab_text */
+
+#endif /* GEN_H */

@@ -1,0 +1,123 @@
+#!/usr/bin/env bats
+# Bad input: each gets a clear status and a JSON error body, never a crash,
+# a hang or harm to other requests. Cases C08 and C09 by id.
+
+load helpers
+
+setup_file() {
+	ts_start --keepalive-ms 500
+}
+
+teardown_file() {
+	ts_stop
+}
+
+# expect_error STATUS CODE CURL-ARGS...: the status, a JSON error body
+# {"error":{"message","type","code"}} with that code, and a server that
+# still answers afterwards.
+expect_error() {
+	local want=$1 code=$2
+	shift 2
+	run curl -sS -m 10 -o "$BATS_TEST_TMPDIR/err" -w '%{http_code} %{content_type}' "$@"
+	[ "$status" -eq 0 ]
+	echo "got: $output $(cat "$BATS_TEST_TMPDIR/err")"
+	[ "$output" = "$want application/json" ]
+	jq -e --arg c "$code" '(.error | keys == ["code","message","type"]) and
+		.error.code == $c and (.error.message | length > 10)' \
+		"$BATS_TEST_TMPDIR/err"
+	# the server is unharmed
+	[ "$(curl -sS -m 5 -d '{"prompt":"ok","max_tokens":2}' "$BASE/generate" |
+		jq .usage.completion_tokens)" -eq 2 ]
+}
+
+@test "C09: body 'not json' is 400 invalid_json" {
+	expect_error 400 invalid_json -d 'not json' "$BASE/generate"
+}
+
+@test "C09: body '{' is 400 invalid_json" {
+	expect_error 400 invalid_json -d '{' "$BASE/generate"
+}
+
+@test "C09: prompt 123 is 400 invalid_prompt" {
+	expect_error 400 invalid_prompt -d '{"prompt":123}' "$BASE/generate"
+}
+
+@test "missing prompt: 400, POST and GET" {
+	expect_error 400 missing_prompt -d '{"max_tokens":3}' "$BASE/generate"
+	expect_error 400 missing_prompt "$BASE/stream?max_tokens=3"
+}
+
+@test "empty body is 400 empty_body" {
+	expect_error 400 empty_body -X POST "$BASE/generate"
+}
+
+@test "a JSON body that is not an object is 400" {
+	expect_error 400 invalid_json -d '["hello"]' "$BASE/generate"
+	expect_error 400 invalid_json -d '{"prompt":"a"} trailing' "$BASE/generate"
+}
+
+@test "C08: max_tokens=-1 is 400, stream and POST" {
+	expect_error 400 invalid_max_tokens "$BASE/stream?prompt=hi&max_tokens=-1"
+	expect_error 400 invalid_max_tokens -d '{"prompt":"hi","max_tokens":-1}' "$BASE/generate"
+}
+
+@test "max_tokens not an integer is 400" {
+	for v in 3.5 '"5"' 1e9 true '[]'; do
+		expect_error 400 invalid_max_tokens -d "{\"prompt\":\"hi\",\"max_tokens\":$v}" "$BASE/generate"
+	done
+	for v in 3.5 abc '' 5x; do
+		expect_error 400 invalid_max_tokens "$BASE/stream?prompt=hi&max_tokens=$v"
+	done
+}
+
+@test "max_tokens above the cap (8192) is 400" {
+	expect_error 400 invalid_max_tokens -d '{"prompt":"hi","max_tokens":8193}' "$BASE/generate"
+	expect_error 400 invalid_max_tokens -d '{"prompt":"hi","max_tokens":2147483648}' "$BASE/generate"
+	expect_error 400 invalid_max_tokens "$BASE/stream?prompt=hi&max_tokens=99999999999999999999"
+}
+
+@test "a body over 1 MiB is 413" {
+	head -c 1048600 /dev/zero | tr '\0' a > "$BATS_TEST_TMPDIR/big"
+	expect_error 413 body_too_large --data-binary @"$BATS_TEST_TMPDIR/big" "$BASE/generate"
+}
+
+@test "unknown path is 404" {
+	expect_error 404 unknown_path "$BASE/nope"
+	expect_error 404 unknown_path "$BASE/streamx?prompt=a"
+}
+
+@test "wrong method is 405 with Allow" {
+	expect_error 405 method_not_allowed -X GET "$BASE/generate"
+	curl -sS -D "$BATS_TEST_TMPDIR/h" -o /dev/null "$BASE/generate"
+	[ "$(header_of "$BATS_TEST_TMPDIR/h" Allow)" = POST ]
+	expect_error 405 method_not_allowed -X POST -d x "$BASE/stream?prompt=a"
+	curl -sS -D "$BATS_TEST_TMPDIR/h" -o /dev/null -X DELETE "$BASE/stream?prompt=a"
+	[ "$(header_of "$BATS_TEST_TMPDIR/h" Allow)" = GET ]
+}
+
+@test "malformed percent escapes are 400" {
+	for q in '%' '%4' '%G1' 'a%zz'; do
+		expect_error 400 invalid_percent_encoding "$BASE/stream?prompt=$q"
+	done
+}
+
+@test "a parameter given twice is 400 (documented rule)" {
+	expect_error 400 duplicate_param "$BASE/stream?prompt=a&prompt=b"
+	expect_error 400 duplicate_param "$BASE/stream?prompt=a&max_tokens=1&max_tokens=2"
+	expect_error 400 invalid_json -d '{"prompt":"a","prompt":"b"}' "$BASE/generate"
+}
+
+@test "/_debug/generated: unknown and malformed ids" {
+	expect_error 404 unknown_stream "$BASE/_debug/generated?id=999999999"
+	expect_error 400 invalid_id "$BASE/_debug/generated?id=abc"
+	expect_error 400 invalid_id "$BASE/_debug/generated?id=-1"
+}
+
+@test "a prompt with NUL, ESC, U+2028 and 'data: [DONE]' does not break framing" {
+	q='a%00b%1Bc%E2%80%A8data%3A+%5BDONE%5D%0A%0Adata%3A+x'
+	curl -sS -N -o "$BATS_TEST_TMPDIR/b" "$BASE/stream?prompt=$q&max_tokens=30"
+	[ "$(grep -c '^data: {"token":' "$BATS_TEST_TMPDIR/b")" -eq 30 ]
+	[ "$(grep -c '^data: \[DONE\]$' "$BATS_TEST_TMPDIR/b")" -eq 1 ]
+	jq -n '{prompt:"a\u0000b\u001bc\u2028data: [DONE]\n\ndata: x",max_tokens:30}' |
+		curl -sS --data-binary @- "$BASE/generate" | jq -e '.usage.completion_tokens == 30'
+}
