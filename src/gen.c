@@ -11,6 +11,8 @@
 #include "gen.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "ts.h"
 
@@ -22,15 +24,37 @@
 /* One in GEN_NL_ODDS sentence ends is followed by a newline token. */
 #define GEN_NL_ODDS 4u
 
+/* Draws per token before a non-canonical one is let through (gen_next). */
+#define GEN_REDRAWS 16
+
+/* A match starting this many bytes or fewer before the end of the text
+ * can reach bytes appended to it. */
+#define GEN_REACH (GEN_TOKEN_MAX_BYTES - 1)
+
+/* Bytes in gen_stream.tail: the last GEN_REACH bytes, room for one more
+ * token, and slack so that the tail is compacted only now and then. */
+#define GEN_TAIL_CAP sizeof(((struct gen_stream *)0)->tail)
+
+_Static_assert(GEN_TAIL_CAP >= GEN_REACH + GEN_TOKEN_MAX_BYTES + 1,
+    "gen_stream.tail is too small");
+_Static_assert(GEN_TAIL_CAP <= 64, "gen_stream.tail_starts has 64 bits");
+
+/* Nodes with this many children get a direct table (the root and " "):
+ * most matches pass through them. */
+#define GEN_WIDE_MIN 16u
+
 /*
  * A node of the tokenizer's trie: the byte on the edge from its parent, its
- * first child and next sibling (indices into gen_trie, 0 = none), and the
- * text token whose text ends here (0 = none: text ids are >= 256).
+ * first child and next sibling (indices into gen_trie; 0, the root, stands
+ * for none as it is nobody's child), the text token whose text ends here
+ * (0 = none: text ids are >= 256), and for a wide node 1 + the index of its
+ * direct child table in gen_wide.
  */
 struct gen_node {
 	uint32_t child;
 	uint32_t sibling;
 	uint32_t id;
+	uint32_t wide;
 	unsigned char byte;
 };
 
@@ -53,9 +77,11 @@ struct gen_table {
 };
 
 static pthread_once_t gen_once = PTHREAD_ONCE_INIT;
-static uint32_t gen_root[256];          /* the root's child for each byte */
-static struct gen_node *gen_trie;       /* node 0 is unused */
+static struct gen_node *gen_trie;       /* node 0 is the root */
+static uint32_t (*gen_wide)[256];       /* child of a wide node by byte */
 static struct gen_table gen_tables[GEN_CTX_MAX];
+static unsigned char *gen_open;         /* text token i is a proper prefix
+					 * of another: a match may run on */
 
 /* Kind of text token `id`; GEN_K_NL (a line break) for anything else. */
 static unsigned
@@ -96,32 +122,52 @@ gen_ctx_has(enum gen_ctx c, unsigned kind)
  * Adds text token `id` (bytes s[0..len), len >= 1) to the trie, taking new
  * nodes from *used. With equal texts the first one keeps the node, so the
  * tokenizer yields the lower id (the vocabulary has none; the tests check).
+ * Returns the token's node.
  */
-static void
+static uint32_t
 gen_trie_add(uint32_t *used, const unsigned char *s, size_t len, uint32_t id)
 {
-	uint32_t *head = &gen_root[s[0]];
-	uint32_t n = *head;
+	uint32_t n = 0, c;
 	size_t i;
 
-	if (n == 0) {
-		n = *head = ++*used;
-		gen_trie[n].byte = s[0];
-	}
-	for (i = 1; i < len; i++) {
-		head = &gen_trie[n].child;
-		for (n = *head; n != 0; n = gen_trie[n].sibling)
-			if (gen_trie[n].byte == s[i])
+	for (i = 0; i < len; i++) {
+		for (c = gen_trie[n].child; c != 0; c = gen_trie[c].sibling)
+			if (gen_trie[c].byte == s[i])
 				break;
-		if (n == 0) {
-			n = ++*used;
-			gen_trie[n].byte = s[i];
-			gen_trie[n].sibling = *head;
-			*head = n;
+		if (c == 0) {
+			c = ++*used;
+			gen_trie[c].byte = s[i];
+			gen_trie[c].sibling = gen_trie[n].child;
+			gen_trie[n].child = c;
 		}
+		n = c;
 	}
 	if (gen_trie[n].id == 0)
 		gen_trie[n].id = id;
+	return n;
+}
+
+/* Gives each of the `nodes` nodes with GEN_WIDE_MIN children or more a
+ * direct child table in gen_wide. */
+static void
+gen_trie_widen(uint32_t nodes)
+{
+	uint32_t n, c, k, nwide = 0;
+
+	for (n = 0; n < nodes; n++) {
+		for (k = 0, c = gen_trie[n].child; c != 0;
+		    c = gen_trie[c].sibling)
+			k++;
+		if (k >= GEN_WIDE_MIN)
+			gen_trie[n].wide = ++nwide;
+	}
+	gen_wide = xcalloc(nwide, sizeof(*gen_wide));
+	for (n = 0; n < nodes; n++)
+		if (gen_trie[n].wide != 0)
+			for (c = gen_trie[n].child; c != 0;
+			    c = gen_trie[c].sibling)
+				gen_wide[gen_trie[n].wide - 1]
+				    [gen_trie[c].byte] = c;
 }
 
 /* Fills context c's table with the vocabulary's drawable tokens. */
@@ -149,23 +195,30 @@ gen_table_build(enum gen_ctx c)
 }
 
 /*
- * Builds the trie and the sampling tables (run once by pthread_once). The
- * trie has at most one node per byte of text, plus the unused node 0.
+ * Builds the trie, gen_open and the sampling tables (run once by
+ * pthread_once). The trie has at most one node per byte of text, plus the
+ * root.
  */
 static void
 gen_build(void)
 {
-	uint32_t i, used = 0;
+	uint32_t i, used = 0, *node;
 	size_t bytes = 0;
 	int c;
 
 	for (i = 0; i < gen_vocab_ntext; i++)
 		bytes += gen_vocab_text[i].len;
 	gen_trie = xcalloc(bytes + 1, sizeof(*gen_trie));
+	node = xcalloc(gen_vocab_ntext, sizeof(*node));
 	for (i = 0; i < gen_vocab_ntext; i++)
-		gen_trie_add(&used,
+		node[i] = gen_trie_add(&used,
 		    (const unsigned char *)gen_vocab_text[i].text,
 		    gen_vocab_text[i].len, GEN_FIRST_TEXT_ID + i);
+	gen_trie_widen(used + 1);
+	gen_open = xcalloc(gen_vocab_ntext, 1);
+	for (i = 0; i < gen_vocab_ntext; i++)
+		gen_open[i] = gen_trie[node[i]].child != 0;
+	free(node);
 	for (c = 0; c < GEN_CTX_MAX; c++)
 		gen_table_build((enum gen_ctx)c);
 }
@@ -197,6 +250,18 @@ gen_token_text(uint32_t id, size_t *len)
 	return e->text;
 }
 
+/* The child of node n on byte c, 0 if none. */
+static uint32_t
+gen_child(uint32_t n, unsigned char c)
+{
+	if (gen_trie[n].wide != 0)
+		return gen_wide[gen_trie[n].wide - 1][c];
+	for (n = gen_trie[n].child; n != 0; n = gen_trie[n].sibling)
+		if (gen_trie[n].byte == c)
+			break;
+	return n;
+}
+
 /*
  * The longest text token that starts p[0..len), len >= 1, found by walking
  * the trie (at most GEN_TOKEN_MAX_BYTES steps). Returns its id and its
@@ -205,21 +270,18 @@ gen_token_text(uint32_t id, size_t *len)
 static uint32_t
 gen_match(const unsigned char *p, size_t len, size_t *tlen)
 {
-	uint32_t n = gen_root[p[0]], best = p[0];
-	size_t i = 1;
+	uint32_t n = 0, best = p[0];
+	size_t i;
 
 	*tlen = 1;
-	while (n != 0) {
+	for (i = 0; i < len; i++) {
+		n = gen_child(n, p[i]);
+		if (n == 0)
+			break;
 		if (gen_trie[n].id != 0) {
 			best = gen_trie[n].id;
-			*tlen = i;
+			*tlen = i + 1;
 		}
-		if (i == len)
-			break;
-		for (n = gen_trie[n].child; n != 0; n = gen_trie[n].sibling)
-			if (gen_trie[n].byte == p[i])
-				break;
-		i++;
 	}
 	return best;
 }
@@ -296,6 +358,9 @@ gen_init(struct gen_stream *g, const char *prompt, size_t len)
 	g->produced = 0;
 	g->last = 0;
 	g->words = 0;
+	g->tail_starts = 0;
+	g->tail_open = 0;
+	g->tail_len = 0;
 }
 
 static uint64_t
@@ -381,13 +446,80 @@ gen_sentence_ends(struct gen_stream *g)
 }
 
 /*
+ * Whether text token `id`, appended to the stream, keeps its text
+ * canonical: greedy longest match (gen_tokenize) over the text must still
+ * find, at each token start within reach of the new bytes, the token that
+ * was generated there. A match is at most GEN_TOKEN_MAX_BYTES long, so
+ * only starts in the last GEN_REACH bytes can reach the new token, and
+ * only where the token there is a prefix of a longer one (tail_open) can
+ * the match run on; the new token itself is always the longest match at
+ * its own start, as nothing follows it yet. Checking this at each step
+ * keeps the whole text canonical: once a start falls out of reach its
+ * match cannot change. Writes the token's bytes past the tail's end as
+ * scratch (gen_tail_room made room).
+ */
+static int
+gen_canonical(struct gen_stream *g, uint32_t id)
+{
+	const struct gen_vocab_entry *e = &gen_vocab_text[id -
+	    GEN_FIRST_TEXT_ID];
+	size_t len = g->tail_len, b, end, m;
+
+	memcpy(g->tail + len, e->text, e->len);
+	for (b = len > GEN_REACH ? len - GEN_REACH : 0; b < len; b++) {
+		if ((g->tail_open & (UINT64_C(1) << b)) == 0)
+			continue;
+		for (end = b + 1; end < len; end++)
+			if (g->tail_starts & (UINT64_C(1) << end))
+				break;
+		(void)gen_match(g->tail + b, len + e->len - b, &m);
+		if (m != end - b)
+			return 0;
+	}
+	return 1;
+}
+
+/* Makes room for one token at the end of the stream's tail, keeping the
+ * last GEN_REACH bytes. */
+static void
+gen_tail_room(struct gen_stream *g)
+{
+	size_t drop;
+
+	if (g->tail_len + GEN_TOKEN_MAX_BYTES <= GEN_TAIL_CAP)
+		return;
+	drop = g->tail_len - GEN_REACH;
+	memmove(g->tail, g->tail + drop, GEN_REACH);
+	g->tail_len = GEN_REACH;
+	g->tail_starts >>= drop;
+	g->tail_open >>= drop;
+}
+
+/* Appends text token `id` to the stream's tail (gen_tail_room made room),
+ * marking where it starts and whether a longer token could run on. */
+static void
+gen_tail_push(struct gen_stream *g, uint32_t id)
+{
+	const struct gen_vocab_entry *e = &gen_vocab_text[id -
+	    GEN_FIRST_TEXT_ID];
+
+	memcpy(g->tail + g->tail_len, e->text, e->len);
+	g->tail_starts |= UINT64_C(1) << g->tail_len;
+	if (gen_open[id - GEN_FIRST_TEXT_ID])
+		g->tail_open |= UINT64_C(1) << g->tail_len;
+	g->tail_len = (uint8_t)(g->tail_len + e->len);
+}
+
+/*
  * The next token of a small sentence structure, decided only by the PRNG
  * and the stream's fields (hence the prefix property): a capitalised start
  * ("The" at the beginning or after a newline, " The" after a sentence
  * end), then words, pieces, punctuation, numbers and stress tokens drawn
  * by weight (no two punctuation tokens in a row), then a sentence end,
  * followed one time in GEN_NL_ODDS by a newline token. `words` counts the
- * non-punctuation tokens of the current sentence.
+ * non-punctuation tokens of the current sentence. A token that would make
+ * the text non-canonical (gen_canonical: " the" then "ness" reads back as
+ * " then", "es", "s") is drawn again, up to GEN_REDRAWS times.
  */
 uint32_t
 gen_next(struct gen_stream *g)
@@ -395,6 +527,7 @@ gen_next(struct gen_stream *g)
 	unsigned kind = g->produced == 0 ? GEN_K_NL : gen_kind_of(g->last);
 	enum gen_ctx c;
 	uint32_t id;
+	int tries;
 
 	if (kind == GEN_K_NL)
 		c = GEN_CTX_START;
@@ -407,7 +540,13 @@ gen_next(struct gen_stream *g)
 		c = GEN_CTX_END;
 	else
 		c = GEN_CTX_BODY;
-	id = gen_draw(g, c);
+	gen_tail_room(g);
+	for (tries = 1;; tries++) {
+		id = gen_draw(g, c);
+		if (tries == GEN_REDRAWS || gen_canonical(g, id))
+			break;
+	}
+	gen_tail_push(g, id);
 
 	switch (gen_kind_of(id)) {
 	case GEN_K_END:

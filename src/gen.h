@@ -7,6 +7,10 @@
  * little- or big-endian machine (integer arithmetic only, no floats).
  * Prefix property: the first k ids of a stream do not depend on how many
  * more are asked for, so a stream cut short is a prefix of the full answer.
+ * Canonical output: the concatenated text of a stream, fed to
+ * gen_tokenize(), gives back the same ids (the sampler redraws a token that
+ * greedy matching would merge with the text before it), so a client can
+ * count a stream's tokens from its text.
  *
  * Algorithms: the seed is FNV-1a 64 of the prompt bytes, finalised with the
  * SplitMix64 mixer; the PRNG is xoshiro256** (Blackman and Vigna, 2018)
@@ -57,6 +61,11 @@ struct gen_stream {
 	uint32_t produced;   /* tokens returned by gen_next so far */
 	uint32_t last;       /* last token id, 0 before the first */
 	uint32_t words;      /* words since the last sentence break */
+	/* The end of the text so far, for the canonical-output check: */
+	uint64_t tail_starts;   /* bit i set: a token starts at tail[i] */
+	uint64_t tail_open;     /* ... and is a prefix of a longer token */
+	unsigned char tail[2 * GEN_TOKEN_MAX_BYTES];
+	uint8_t tail_len;       /* bytes of tail in use */
 };
 
 /* Starts a generation for the prompt (ptr, len). Cannot fail. */

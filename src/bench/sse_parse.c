@@ -111,8 +111,13 @@ sse_dispatch(struct sse_parser *p)
 	enum ts_err rc = TS_OK;
 
 	if (p->data_len > 0 && p->on_event != NULL) {
-		ev.type = p->type_len > 0 ? p->type : "message";
-		ev.type_len = p->type_len > 0 ? p->type_len : strlen("message");
+		if (p->type_len > 0) {
+			ev.type = p->type;
+			ev.type_len = p->type_len;
+		} else {
+			ev.type = "message";
+			ev.type_len = strlen("message");
+		}
 		ev.data = p->data;
 		ev.data_len = p->data_len - 1;
 		ev.id = p->id_len > 0 ? p->id : "";

@@ -414,9 +414,11 @@ test_determinism(void **state)
 }
 
 /*
- * The first 20 ids for "hello". If this fails, the vocabulary, the seed,
- * the PRNG or the sampler changed: every stream every client saw before
- * changes with it. Update the vector only on purpose.
+ * The first 20 ids for "hello", and a digest of its first 10,000 (FNV-1a 64
+ * over each id's four bytes, least significant first), which also catches
+ * a small change of weights. If this fails, the vocabulary, the seed, the
+ * PRNG or the sampler changed, and with it every stream any client has
+ * seen. Update the numbers only on purpose.
  */
 static void
 test_golden(void **state)
@@ -425,15 +427,23 @@ test_golden(void **state)
 		276, 754, 599, 667, 456, 955, 546, 550, 502, 452, 355,
 		526, 569, 615, 753, 577, 760, 570, 456, 598,
 	};
-	uint32_t ids[20];
-	size_t i;
+	enum { N = 10000 };
+	static uint32_t ids[N];
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	size_t i, k;
 
 	(void)state;
-	generate(S("hello"), ids, NELEM(ids));
-	for (i = 0; i < NELEM(ids); i++)
+	generate(S("hello"), ids, N);
+	for (i = 0; i < NELEM(want); i++)
 		if (ids[i] != want[i])
 			fail_msg("id %zu is %u, want %u", i, (unsigned)ids[i],
 			    (unsigned)want[i]);
+	for (i = 0; i < N; i++)
+		for (k = 0; k < 4; k++) {
+			h ^= (ids[i] >> (8 * k)) & 0xff;
+			h *= UINT64_C(0x100000001b3);
+		}
+	assert_int_equal(h, UINT64_C(0x7809b492d833fb43));
 }
 
 /* The first k ids of a stream do not depend on how many follow. */
@@ -558,25 +568,40 @@ test_stress_share(void **state)
 	assert_true(hit >= 95);
 }
 
-/* Generated text tokenizes back into no more tokens than were generated. */
+/*
+ * Canonical output: the text of a stream tokenizes back to the very ids
+ * generated, hence to no more tokens than were generated. Greedy matching
+ * alone does not promise that (" the" + "ness" reads back as " then",
+ * "es", "s"); gen_next redraws such tokens.
+ */
 static void
 test_retokenize(void **state)
 {
-	enum { N = 500 };
-	char text[N * GEN_TOKEN_MAX_BYTES];
-	uint32_t ids[N];
+	enum { N = 2000, NPROMPTS = 50 };
+	static char text[N * GEN_TOKEN_MAX_BYTES];
+	static uint32_t ids[N], back[N + 1];
+	char p[32];
 	const char *t;
-	size_t i, k, len, tl;
+	size_t i, k, len, tl, n;
+	int plen;
 
 	(void)state;
-	for (i = 0; i < NELEM(prompts); i++) {
-		generate(prompts[i].p, prompts[i].len, ids, N);
+	for (i = 0; i < NELEM(prompts) + NPROMPTS; i++) {
+		if (i < NELEM(prompts))
+			generate(prompts[i].p, prompts[i].len, ids, N);
+		else {
+			plen = snprintf(p, sizeof(p), "retokenize %zu", i);
+			generate(p, (size_t)plen, ids, N);
+		}
 		for (len = k = 0; k < N; k++) {
 			t = gen_token_text(ids[k], &tl);
 			memcpy(text + len, t, tl);
 			len += tl;
 		}
-		assert_true(gen_tokenize(text, len, NULL, 0) <= N);
+		n = gen_tokenize(text, len, back, NELEM(back));
+		assert_true(n <= N);
+		assert_int_equal(n, N);
+		assert_memory_equal(back, ids, sizeof(ids));
 	}
 }
 
