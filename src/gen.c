@@ -4,17 +4,14 @@
  *
  * Only fixed-width integer arithmetic is used, so a prompt gives the same
  * ids on every machine (the contract in gen.h). The lookup tables (a trie
- * for the tokenizer, running weight sums for the sampler) are built once,
- * on first use, under pthread_once; they are never written again nor
- * freed, so any number of threads may read them afterwards.
+ * for the tokenizer, running weight sums for the sampler) are static and
+ * filled once, on first use, under pthread_once; they are never written
+ * again, so any number of threads may read them afterwards.
  */
 #include "gen.h"
 
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include "ts.h"
 
 /* A sentence has at least GEN_SENTENCE_MIN words and ends after at most
  * GEN_SENTENCE_MAX (one more if the last token was punctuation). */
@@ -39,22 +36,35 @@ _Static_assert(GEN_TAIL_CAP >= GEN_REACH + GEN_TOKEN_MAX_BYTES + 1,
     "gen_stream.tail is too small");
 _Static_assert(GEN_TAIL_CAP <= 64, "gen_stream.tail_starts has 64 bits");
 
-/* Nodes with this many children get a direct table (the root and " "):
- * most matches pass through them. */
+/*
+ * Room in the static tables: trie nodes (at most one per byte of text, plus
+ * the root; ~3,500 are used) and nodes with a direct child table. A
+ * vocabulary that outgrows GEN_TRIE_MAX loses its last tokens from the
+ * tokenizer, which the unit tests notice; it cannot overflow.
+ */
+#define GEN_TRIE_MAX 16384u
+#define GEN_WIDE_MAX 8u
+
+/* Nodes with this many children get a direct child table (the root and
+ * " "): most matches pass through them. */
 #define GEN_WIDE_MIN 16u
 
+_Static_assert(GEN_TRIE_MAX <= UINT16_MAX, "trie indices are 16 bits");
+_Static_assert(GEN_FIRST_TEXT_ID + GEN_VOCAB_MAX_TEXT <= UINT16_MAX,
+    "token ids in the tables are 16 bits");
+
 /*
- * A node of the tokenizer's trie: the byte on the edge from its parent, its
- * first child and next sibling (indices into gen_trie; 0, the root, stands
- * for none as it is nobody's child), the text token whose text ends here
- * (0 = none: text ids are >= 256), and for a wide node 1 + the index of its
- * direct child table in gen_wide.
+ * A node of the tokenizer's trie: its first child and next sibling
+ * (indices into gen_trie; 0, the root, stands for none as it is nobody's
+ * child), the text token whose text ends here (0 = none: text ids are
+ * >= 256), for a wide node 1 + the index of its table in gen_wide, and the
+ * byte on the edge from its parent.
  */
 struct gen_node {
-	uint32_t child;
-	uint32_t sibling;
-	uint32_t id;
-	uint32_t wide;
+	uint16_t child;
+	uint16_t sibling;
+	uint16_t id;
+	uint8_t wide;
 	unsigned char byte;
 };
 
@@ -65,29 +75,35 @@ enum gen_ctx {
 	GEN_CTX_END,            /* ending a sentence: "." */
 	GEN_CTX_NL,             /* a newline after a sentence end */
 	GEN_CTX_BODY,           /* inside a sentence */
-	GEN_CTX_BODY_NOPUNCT,   /* inside a sentence, right after punctuation */
+	GEN_CTX_BODY_NOPUNCT,   /* inside a sentence, after punctuation */
 	GEN_CTX_MAX
 };
 
-/* The tokens a context draws from, with running sums of their weights. */
+/* The tokens a context draws from; cum[i] is the sum of the weights of
+ * id[0..i]. */
 struct gen_table {
-	uint32_t n;             /* entries, > 0 once built */
-	uint32_t *id;           /* token ids */
-	uint32_t *cum;          /* cum[i]: weights of id[0..i] summed */
+	uint32_t n;                     /* entries in use */
+	uint16_t id[GEN_VOCAB_MAX_TEXT];
+	uint32_t cum[GEN_VOCAB_MAX_TEXT];
 };
 
+/*
+ * Built once by gen_build under gen_once, read-only afterwards. Static
+ * rather than allocated: nothing to free, nothing for a leak checker.
+ */
 static pthread_once_t gen_once = PTHREAD_ONCE_INIT;
-static struct gen_node *gen_trie;       /* node 0 is the root */
-static uint32_t (*gen_wide)[256];       /* child of a wide node by byte */
+static struct gen_node gen_trie[GEN_TRIE_MAX];  /* node 0 is the root */
+static uint16_t gen_wide[GEN_WIDE_MAX][256];    /* wide node's children */
 static struct gen_table gen_tables[GEN_CTX_MAX];
-static unsigned char *gen_open;         /* text token i is a proper prefix
-					 * of another: a match may run on */
+static unsigned char gen_open[GEN_VOCAB_MAX_TEXT];  /* text token i is a
+					 * prefix of a longer one */
 
 /* Kind of text token `id`; GEN_K_NL (a line break) for anything else. */
 static unsigned
 gen_kind_of(uint32_t id)
 {
-	if (id < GEN_FIRST_TEXT_ID || id - GEN_FIRST_TEXT_ID >= gen_vocab_ntext)
+	if (id < GEN_FIRST_TEXT_ID ||
+	    id - GEN_FIRST_TEXT_ID >= gen_vocab_ntext)
 		return GEN_K_NL;
 	return gen_vocab_text[id - GEN_FIRST_TEXT_ID].kind;
 }
@@ -122,7 +138,7 @@ gen_ctx_has(enum gen_ctx c, unsigned kind)
  * Adds text token `id` (bytes s[0..len), len >= 1) to the trie, taking new
  * nodes from *used. With equal texts the first one keeps the node, so the
  * tokenizer yields the lower id (the vocabulary has none; the tests check).
- * Returns the token's node.
+ * Returns the token's node, or 0 if the trie is full.
  */
 static uint32_t
 gen_trie_add(uint32_t *used, const unsigned char *s, size_t len, uint32_t id)
@@ -135,39 +151,37 @@ gen_trie_add(uint32_t *used, const unsigned char *s, size_t len, uint32_t id)
 			if (gen_trie[c].byte == s[i])
 				break;
 		if (c == 0) {
+			if (*used + 1 >= GEN_TRIE_MAX)
+				return 0;
 			c = ++*used;
 			gen_trie[c].byte = s[i];
 			gen_trie[c].sibling = gen_trie[n].child;
-			gen_trie[n].child = c;
+			gen_trie[n].child = (uint16_t)c;
 		}
 		n = c;
 	}
 	if (gen_trie[n].id == 0)
-		gen_trie[n].id = id;
+		gen_trie[n].id = (uint16_t)id;
 	return n;
 }
 
-/* Gives each of the `nodes` nodes with GEN_WIDE_MIN children or more a
- * direct child table in gen_wide. */
+/* Gives up to GEN_WIDE_MAX of the `nodes` nodes with GEN_WIDE_MIN children
+ * or more a direct child table in gen_wide. */
 static void
 gen_trie_widen(uint32_t nodes)
 {
 	uint32_t n, c, k, nwide = 0;
 
-	for (n = 0; n < nodes; n++) {
+	for (n = 0; n < nodes && nwide < GEN_WIDE_MAX; n++) {
 		for (k = 0, c = gen_trie[n].child; c != 0;
 		    c = gen_trie[c].sibling)
 			k++;
-		if (k >= GEN_WIDE_MIN)
-			gen_trie[n].wide = ++nwide;
+		if (k < GEN_WIDE_MIN)
+			continue;
+		for (c = gen_trie[n].child; c != 0; c = gen_trie[c].sibling)
+			gen_wide[nwide][gen_trie[c].byte] = (uint16_t)c;
+		gen_trie[n].wide = (uint8_t)++nwide;
 	}
-	gen_wide = xcalloc(nwide, sizeof(*gen_wide));
-	for (n = 0; n < nodes; n++)
-		if (gen_trie[n].wide != 0)
-			for (c = gen_trie[n].child; c != 0;
-			    c = gen_trie[c].sibling)
-				gen_wide[gen_trie[n].wide - 1]
-				    [gen_trie[c].byte] = c;
 }
 
 /* Fills context c's table with the vocabulary's drawable tokens. */
@@ -175,50 +189,40 @@ static void
 gen_table_build(enum gen_ctx c)
 {
 	struct gen_table *t = &gen_tables[c];
-	uint32_t i, n = 0, sum = 0;
+	uint32_t i, sum = 0;
 
-	for (i = 0; i < gen_vocab_ntext; i++)
-		if (gen_vocab_text[i].weight != 0 &&
-		    gen_ctx_has(c, gen_vocab_text[i].kind))
-			n++;
-	t->id = xcalloc(n, sizeof(*t->id));
-	t->cum = xcalloc(n, sizeof(*t->cum));
 	for (i = 0; i < gen_vocab_ntext; i++) {
 		if (gen_vocab_text[i].weight == 0 ||
 		    !gen_ctx_has(c, gen_vocab_text[i].kind))
 			continue;
 		sum += gen_vocab_text[i].weight;
-		t->id[t->n] = GEN_FIRST_TEXT_ID + i;
+		t->id[t->n] = (uint16_t)(GEN_FIRST_TEXT_ID + i);
 		t->cum[t->n] = sum;
 		t->n++;
 	}
 }
 
-/*
- * Builds the trie, gen_open and the sampling tables (run once by
- * pthread_once). The trie has at most one node per byte of text, plus the
- * root.
- */
+/* Builds the trie, gen_open and the sampling tables (run once by
+ * pthread_once). */
 static void
 gen_build(void)
 {
-	uint32_t i, used = 0, *node;
-	size_t bytes = 0;
+	uint32_t i, n, used = 0;
 	int c;
 
 	for (i = 0; i < gen_vocab_ntext; i++)
-		bytes += gen_vocab_text[i].len;
-	gen_trie = xcalloc(bytes + 1, sizeof(*gen_trie));
-	node = xcalloc(gen_vocab_ntext, sizeof(*node));
-	for (i = 0; i < gen_vocab_ntext; i++)
-		node[i] = gen_trie_add(&used,
+		(void)gen_trie_add(&used,
 		    (const unsigned char *)gen_vocab_text[i].text,
 		    gen_vocab_text[i].len, GEN_FIRST_TEXT_ID + i);
+	/* Adding a token again only finds its node: now that every token is
+	 * in, see which ones longer tokens continue. */
+	for (i = 0; i < gen_vocab_ntext; i++) {
+		n = gen_trie_add(&used,
+		    (const unsigned char *)gen_vocab_text[i].text,
+		    gen_vocab_text[i].len, GEN_FIRST_TEXT_ID + i);
+		gen_open[i] = n != 0 && gen_trie[n].child != 0;
+	}
 	gen_trie_widen(used + 1);
-	gen_open = xcalloc(gen_vocab_ntext, 1);
-	for (i = 0; i < gen_vocab_ntext; i++)
-		gen_open[i] = gen_trie[node[i]].child != 0;
-	free(node);
 	for (c = 0; c < GEN_CTX_MAX; c++)
 		gen_table_build((enum gen_ctx)c);
 }
@@ -417,9 +421,12 @@ static uint32_t
 gen_draw(struct gen_stream *g, enum gen_ctx c)
 {
 	const struct gen_table *t = &gen_tables[c];
-	uint32_t r = gen_bounded(g, t->cum[t->n - 1]);
-	uint32_t lo = 0, hi = t->n - 1, mid;
+	uint32_t r, lo = 0, hi, mid;
 
+	if (t->n == 0)          /* a vocabulary without this kind */
+		return GEN_FIRST_TEXT_ID;
+	r = gen_bounded(g, t->cum[t->n - 1]);
+	hi = t->n - 1;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		if (t->cum[mid] > r)

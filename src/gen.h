@@ -55,17 +55,21 @@ size_t gen_tokenize(const char *prompt, size_t len, uint32_t *ids,
 /* The 64-bit seed of a prompt: SplitMix64-finalised FNV-1a 64. */
 uint64_t gen_seed(const char *prompt, size_t len);
 
-/* One generation: PRNG state plus what the sampler needs of the context. */
+/*
+ * One generation: PRNG state plus what the sampler needs of the context.
+ * The caller provides the storage (gen_init fills it; nothing to free);
+ * the fields are gen.c's.
+ */
 struct gen_stream {
-	uint64_t s[4];       /* xoshiro256** state */
-	uint32_t produced;   /* tokens returned by gen_next so far */
-	uint32_t last;       /* last token id, 0 before the first */
-	uint32_t words;      /* words since the last sentence break */
+	uint64_t s[4];          /* xoshiro256** state */
 	/* The end of the text so far, for the canonical-output check: */
 	uint64_t tail_starts;   /* bit i set: a token starts at tail[i] */
 	uint64_t tail_open;     /* ... and is a prefix of a longer token */
-	unsigned char tail[2 * GEN_TOKEN_MAX_BYTES];
+	uint32_t produced;      /* tokens returned by gen_next so far */
+	uint32_t last;          /* last token id, 0 before the first */
+	uint32_t words;         /* words since the last sentence break */
 	uint8_t tail_len;       /* bytes of tail in use */
+	unsigned char tail[2 * GEN_TOKEN_MAX_BYTES];
 };
 
 /* Starts a generation for the prompt (ptr, len). Cannot fail. */
@@ -98,6 +102,9 @@ struct gen_vocab_entry {
 	uint8_t kind;           /* enum gen_kind */
 	uint16_t weight;        /* sampling weight within its context */
 };
+
+/* Most text tokens gen.c's static tables have room for. */
+#define GEN_VOCAB_MAX_TEXT 4096u
 
 extern const unsigned char gen_vocab_bytes[256];  /* byte b is b */
 extern const struct gen_vocab_entry gen_vocab_text[];

@@ -1,5 +1,5 @@
 /*
- * gen_vocab.c - the built-in vocabulary: 1371 text tokens shaped like a
+ * gen_vocab.c - the built-in vocabulary: 1370 text tokens shaped like a
  * small GPT-style subword vocabulary, plus the 256 byte-fallback tokens.
  *
  * Ids 0..255 are the byte tokens (gen_vocab_bytes); text token i of
@@ -27,6 +27,8 @@
 #define B16(n) B4(n), B4((n) + 4), B4((n) + 8), B4((n) + 12)
 #define B64(n) B16(n), B16((n) + 16), B16((n) + 32), B16((n) + 48)
 
+/* The tables are laid out by hand. */
+/* clang-format off */
 const unsigned char gen_vocab_bytes[256] = {
 	B64(0), B64(64), B64(128), B64(192)
 };
@@ -1300,7 +1302,6 @@ const struct gen_vocab_entry gen_vocab_text[] = {
 	{ T(" sounds"), GEN_K_WORD, 106 },
 	{ T(" noise"), GEN_K_WORD, 106 },
 	{ T(" silence"), GEN_K_WORD, 106 },
-	{ T(" signal's"), GEN_K_WORD, 105 },
 	{ T(" wave"), GEN_K_WORD, 105 },
 	{ T(" waves"), GEN_K_WORD, 105 },
 	{ T(" pulse"), GEN_K_WORD, 105 },
@@ -1309,7 +1310,7 @@ const struct gen_vocab_entry gen_vocab_text[] = {
 	{ T(" beats"), GEN_K_WORD, 105 },
 	{ T(" rhythm"), GEN_K_WORD, 105 },
 	{ T(" melody"), GEN_K_WORD, 105 },
-	{ T(" harmony"), GEN_K_WORD, 104 },
+	{ T(" harmony"), GEN_K_WORD, 105 },
 	{ T(" chord"), GEN_K_WORD, 104 },
 	{ T(" chords"), GEN_K_WORD, 104 },
 
@@ -1433,3 +1434,7 @@ const struct gen_vocab_entry gen_vocab_text[] = {
 
 const uint32_t gen_vocab_ntext =
     (uint32_t)(sizeof(gen_vocab_text) / sizeof(gen_vocab_text[0]));
+
+_Static_assert(sizeof(gen_vocab_text) / sizeof(gen_vocab_text[0]) <=
+    GEN_VOCAB_MAX_TEXT, "gen.c's tables are too small for the vocabulary");
+/* clang-format on */

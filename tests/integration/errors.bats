@@ -48,7 +48,7 @@ expect_error() {
 }
 
 @test "empty body is 400 empty_body" {
-	expect_error 400 empty_body -X POST "$BASE/generate"
+	expect_error 400 empty_body -d '' "$BASE/generate"
 }
 
 @test "a JSON body that is not an object is 400" {

@@ -1,8 +1,9 @@
 /*
  * test_gen.c - unit tests of the deterministic generator (src/gen.c) and
  * its vocabulary (src/gen_vocab.c): the vocabulary's shape, the tokenizer,
- * the seed, determinism and the prefix property, a golden vector, and that
- * generation exercises every class of stress token.
+ * the seed, determinism, the prefix property and canonical output, a
+ * golden vector, and that generation exercises every class of stress
+ * token.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,8 +204,8 @@ test_tokenize_each_token(void **state)
 		t = gen_token_text(id, &len);
 		n = gen_tokenize(t, len, got, NELEM(got));
 		if (n != 1 || got[0] != id)
-			fail_msg("token %u (\"%.*s\") tokenizes to %zu tokens, "
-			    "first %u", (unsigned)id, (int)len, t, n,
+			fail_msg("token %u (\"%.*s\") tokenizes to %zu "
+			    "tokens, first %u", (unsigned)id, (int)len, t, n,
 			    (unsigned)got[0]);
 	}
 }
@@ -235,8 +236,10 @@ test_tokenize_table(void **state)
 		    { " \xf0\x9f\x99\x82", "\xf0\x9f\x9a\x80", NULL } },
 		{ "newlines", S("\n\n\n"), { "\n\n", "\n", NULL } },
 		{ "U+2028", S("\xe2\x80\xa8"), { "\xe2\x80\xa8", NULL } },
-		{ "accent", S(" caf\xc3\xa9!"), { " caf\xc3\xa9", "!", NULL } },
-		{ "fallback", S("hello\xff~"), { "hello", "\xff", "~", NULL } },
+		{ "accent", S(" caf\xc3\xa9!"),
+		    { " caf\xc3\xa9", "!", NULL } },
+		{ "fallback", S("hello\xff~"),
+		    { "hello", "\xff", "~", NULL } },
 		{ "cut UTF-8", S("\xe4\xbd"), { "\xe4", "\xbd", NULL } },
 	};
 	uint32_t ids[16];
@@ -424,8 +427,8 @@ static void
 test_golden(void **state)
 {
 	static const uint32_t want[20] = {
-		276, 754, 599, 667, 456, 955, 546, 550, 502, 452, 355,
-		526, 569, 615, 753, 577, 760, 570, 456, 598,
+		276, 754, 599, 667, 456, 954, 546, 550, 502, 452, 355,
+		526, 569, 615, 752, 577, 759, 570, 456, 598,
 	};
 	enum { N = 10000 };
 	static uint32_t ids[N];
@@ -443,7 +446,7 @@ test_golden(void **state)
 			h ^= (ids[i] >> (8 * k)) & 0xff;
 			h *= UINT64_C(0x100000001b3);
 		}
-	assert_int_equal(h, UINT64_C(0x7809b492d833fb43));
+	assert_int_equal(h, UINT64_C(0x728fec916ad8a387));
 }
 
 /* The first k ids of a stream do not depend on how many follow. */
