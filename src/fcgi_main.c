@@ -711,6 +711,14 @@ main(int argc, char **argv)
 	int i, sig, started = 0, accepting = 0;
 	socklen_t optlen = sizeof(accepting);
 
+	/* Block the stop signals first, in every thread to come, so one that
+	 * arrives while starting is not lost to FCGX_Init's flag-only
+	 * handler but waits for sigwait. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	parse_options(argc, argv);
 	if (opt.log_path != NULL) {
 		int fd = open(opt.log_path, O_WRONLY | O_CREAT | O_APPEND |
@@ -748,13 +756,9 @@ main(int argc, char **argv)
 		    "tokstream-ctl) or pass --socket PATH\n");
 		return 1;
 	}
-	/* FCGX_Init installed its own handlers (NOTES "libfcgi traps"). */
+	/* FCGX_Init installed its own handlers (NOTES "libfcgi traps");
+	 * SIGTERM stays blocked and is taken by sigwait below. */
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	workers = xcalloc((size_t)opt.threads, sizeof(*workers));
 	pthread_attr_init(&attr);
