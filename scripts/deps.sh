@@ -10,6 +10,10 @@ tokstream_install_deps() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q "install ok installed" || missing="$missing $p"
 	done
+	# Node.js runs the real-client tests (npm packages); any node >= 18
+	# will do, Debian's nodejs and npm when there is none.
+	command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+	command -v npm >/dev/null 2>&1 || missing="$missing npm"
 	[ -z "$missing" ] && return 0
 	echo "installing missing Debian packages:$missing"
 	sudo=""
@@ -32,4 +36,15 @@ tokstream_build() {
 		./configure ${TOKSTREAM_CONFIGURE_ARGS:-}
 	fi
 	make -j"$(nproc)"
+}
+
+# Installs the npm packages of the real-client tests (tests/node) from the
+# lockfile, when they are missing or older than the lockfile.
+tokstream_node_deps() {
+	[ -f tests/node/package-lock.json ] || return 0
+	if [ ! -d tests/node/node_modules ] ||
+	   [ tests/node/package-lock.json -nt tests/node/node_modules ]; then
+		(cd tests/node && npm ci --no-audit --no-fund --loglevel=error) &&
+			touch tests/node/node_modules
+	fi
 }

@@ -95,7 +95,11 @@ engine_run(const struct engine_job *job, const struct engine_latency *lat,
 	res->first_token_ns = 0;
 	res->finish = ENGINE_FINISH_LENGTH;
 	gen_init(&g, job->prompt, job->prompt_len);
-	for (k = 0; k < job->max_tokens; k++) {
+	/* A resumed sequence recomputes the tokens already sent (its prefill
+	 * was priced over them by the caller) and goes on from there. */
+	for (k = 0; k < job->start_index && k < job->max_tokens; k++)
+		gen_next(&g);
+	for (k = job->start_index; k < job->max_tokens; k++) {
 		const char *text;
 		size_t len;
 		uint32_t id;
@@ -105,13 +109,15 @@ engine_run(const struct engine_job *job, const struct engine_latency *lat,
 		    &last_write, stopping);
 		if (rc != TS_OK)
 			goto stopped;
-		if (job->error_after >= 0 && k == (uint32_t)job->error_after) {
+		/* >=: a resumed sequence that starts past the error hits it
+		 * at once, as the original stream did. */
+		if (job->error_after >= 0 && k >= (uint32_t)job->error_after) {
 			res->finish = ENGINE_FINISH_ERROR;
 			goto out;
 		}
 		id = gen_next(&g);
 		res->generated++;
-		if (k == 0)
+		if (k == job->start_index)
 			res->first_token_ns = engine_now_ns();
 		if (st != NULL && job->state_id != 0)
 			state_add_generated(st, job->state_id, 1);
@@ -122,7 +128,7 @@ engine_run(const struct engine_job *job, const struct engine_latency *lat,
 		last_write = engine_now_ns();
 		deadline += tpot_ns;
 	}
-	if (job->max_tokens == 0) {
+	if (job->start_index >= job->max_tokens) {
 		/* Nothing to decode, but the prompt is still prefilled. */
 		rc = wait_with_keepalive(io, deadline, keepalive_ns,
 		    &last_write, stopping);

@@ -74,6 +74,9 @@ struct engine_job {
 	double prefill_ms;        /* this job's prefill time */
 	double tpot_ms;           /* this job's decode step time */
 	int32_t error_after;      /* -1, or fail after this many tokens */
+	uint32_t start_index;     /* resume: tokens 0..start_index-1 were
+				   * sent before; they are recomputed, not
+				   * delivered nor counted */
 	int64_t t0_ns;            /* CLOCK_MONOTONIC start of the request */
 	uint64_t state_id;        /* state record to count into; 0 = none */
 };
@@ -87,7 +90,8 @@ enum engine_finish {
 };
 
 struct engine_result {
-	uint32_t generated;         /* tokens produced (delivered or not) */
+	uint32_t generated;         /* tokens produced (delivered or not),
+				     * from start_index on */
 	enum engine_finish finish;
 	int64_t first_token_ns;     /* when token 0 was produced, 0 if none */
 	int64_t end_ns;

@@ -33,6 +33,7 @@
 #include "engine.h"
 #include "gen.h"
 #include "http.h"
+#include "resume.h"
 #include "sse.h"
 #include "state.h"
 
@@ -43,6 +44,7 @@
 #define DEFAULT_STATE_DIR "/run/tokstream"
 #define SHUTDOWN_GRACE_MS 5000
 #define THREAD_STACK_BYTES (256u * 1024u)
+#define DEFAULT_RETRY_MS 1000
 
 struct options {
 	int threads;
@@ -51,6 +53,7 @@ struct options {
 	const char *log_path;        /* NULL: stderr as inherited */
 	int backlog;
 	struct engine_latency lat;
+	unsigned long retry_ms;      /* SSE retry: sent at stream start */
 };
 
 /* Process-wide state, set up once in main and read by every worker. */
@@ -73,6 +76,7 @@ struct conn {
 	FCGX_Request *req;
 	int hup;                 /* a write or the socket said: client gone */
 	struct ts_buf text;      /* POST /generate: the answer so far */
+	struct resume_id eid;    /* /stream: the id of the next event */
 };
 
 static const char *
@@ -124,18 +128,27 @@ write_head(struct conn *c, int status, const char *ctype, uint64_t id,
 	return conn_write_flush(c, head, (size_t)n);
 }
 
-/* A complete JSON error response (before any other byte was sent). */
+/* A complete JSON error response (before any other byte was sent);
+ * `id` is the stream's X-Request-Id when a generation had started. */
 static void
-send_error(struct conn *c, const struct http_error *err, const char *extra)
+send_error_id(struct conn *c, const struct http_error *err,
+    const char *extra, uint64_t id)
 {
 	struct ts_buf b;
 
 	ts_buf_init(&b, 64 * 1024);
 	http_error_json(err, &b);
 	ts_buf_append(&b, "\n", 1);
-	if (write_head(c, err->status, "application/json", 0, extra) == TS_OK)
+	if (write_head(c, err->status, "application/json", id, extra) ==
+	    TS_OK)
 		conn_write_flush(c, b.p, b.len);
 	ts_buf_free(&b);
+}
+
+static void
+send_error(struct conn *c, const struct http_error *err, const char *extra)
+{
+	send_error_id(c, err, extra, 0);
 }
 
 static void
@@ -205,8 +218,14 @@ stream_on_token(void *ctx, uint32_t index, const char *text, size_t len)
 	struct conn *c = ctx;
 	struct ts_buf *b = &c->w->out;
 
+	char id[RESUME_ID_MAX + 1];
+	size_t idlen;
+
 	ts_buf_reset(b);
-	if (sse_encode_token(b, text, len) != TS_OK)
+	c->eid.index = index;
+	idlen = resume_id_format(id, sizeof(id), &c->eid);
+	if (sse_encode_id(b, id, idlen) != TS_OK ||
+	    sse_encode_token(b, text, len) != TS_OK)
 		return TS_EINVAL;
 	return conn_write_flush(c, b->p, b->len);
 }
@@ -228,17 +247,22 @@ generate_on_token(void *ctx, uint32_t index, const char *text, size_t len)
 	    TS_ELIMIT;
 }
 
-/* Fills the engine job shared by /stream and /generate. */
+/*
+ * Fills the engine job shared by /stream and /generate. A resumed stream
+ * (start > 0) pays prefill over the prompt plus the tokens already sent,
+ * as a real engine recomputes their KV cache.
+ */
 static void
 job_from_request(struct engine_job *job, const struct http_gen_request *r,
-    int64_t t0)
+    int64_t t0, uint32_t start)
 {
 	job->prompt = r->prompt;
 	job->prompt_len = r->prompt_len;
 	job->prompt_tokens = gen_tokenize(r->prompt, r->prompt_len, NULL, 0);
 	job->max_tokens = r->max_tokens;
+	job->start_index = start;
 	job->prefill_ms = r->prefill_ms >= 0 ? (double)r->prefill_ms :
-	    engine_prefill_ms(&opt.lat, job->prompt_tokens);
+	    engine_prefill_ms(&opt.lat, job->prompt_tokens + start);
 	job->tpot_ms = r->tpot_ms >= 0 ? (double)r->tpot_ms : opt.lat.tpot_ms;
 	job->error_after = r->error_after;
 	job->t0_ns = t0;
@@ -258,8 +282,88 @@ status_of(enum engine_finish f)
 }
 
 /*
- * GET /stream: SSE, one event per token, then [DONE] (see README). Once
- * the 200 is sent an error can only be an SSE error event, then [DONE].
+ * The error a finish other than "length" or "cancelled" reports: as an
+ * SSE error event on a stream, as the status and body of /generate.
+ * Returns 0 when the finish is not an error.
+ */
+static int
+finish_error(const struct http_gen_request *r, enum engine_finish f,
+    struct http_error *err)
+{
+	if (f == ENGINE_FINISH_SHUTDOWN) {
+		http_error_set(err, 503, "server_error", "shutdown",
+		    "the server is shutting down");
+		return 1;
+	}
+	if (f != ENGINE_FINISH_ERROR)
+		return 0;
+	if (r->error_after >= 0)
+		http_error_set(err, 500, "server_error", "injected_error",
+		    "injected error after %d tokens (error_after)",
+		    (int)r->error_after);
+	else
+		http_error_set(err, 500, "server_error", "generation_failed",
+		    "generation failed");
+	return 1;
+}
+
+/*
+ * Decides where a GET /stream starts (README "Resuming a stream"): from
+ * the Last-Event-ID header (EventSource sends it when it reconnects) or
+ * the last_event_id parameter. Returns 0 to stream from *start, 204 when
+ * the stream had already ended (nothing is generated again), or 400 with
+ * *err filled for an id that is malformed or belongs to other parameters.
+ */
+static int
+stream_start(struct conn *c, const struct http_gen_request *r, uint64_t key,
+    uint32_t *start, uint64_t *from, struct http_error *err)
+{
+	const char *hdr = FCGX_GetParam("HTTP_LAST_EVENT_ID", c->req->envp);
+	const char *s = hdr;
+	size_t len = hdr ? strlen(hdr) : 0;
+	struct resume_id id;
+	const char *why;
+
+	*start = 0;
+	*from = 0;
+	if (len > 0 && r->last_event_id != NULL &&
+	    (r->last_event_id_len != len ||
+	    memcmp(r->last_event_id, hdr, len) != 0)) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "duplicate_param", "the Last-Event-ID header and the "
+		    "last_event_id parameter disagree; send one");
+		return 400;
+	}
+	if (len == 0 && r->last_event_id != NULL) {
+		s = r->last_event_id;
+		len = r->last_event_id_len;
+	}
+	if (len == 0)
+		return 0;       /* an empty Last-Event-ID resumes nothing */
+	if (resume_id_parse(s, len, &id, &why) != TS_OK) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_last_event_id", "Last-Event-ID is not a "
+		    "tokstream event id: %s", why);
+		return 400;
+	}
+	if (id.key != key) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "foreign_last_event_id", "Last-Event-ID belongs to a stream "
+		    "with other parameters (prompt, max_tokens or "
+		    "error_after); resume with the same request");
+		return 400;
+	}
+	if (id.index == RESUME_INDEX_END || id.index + 1 >= r->max_tokens)
+		return 204;
+	*start = (uint32_t)(id.index + 1);
+	*from = id.stream;
+	return 0;
+}
+
+/*
+ * GET /stream: SSE, a retry line, one event per token with its id, then
+ * [DONE] with the "end" id (see README). Once the 200 is sent an error can
+ * only be an SSE error event, then [DONE].
  */
 static void
 handle_stream(struct conn *c, int64_t t0)
@@ -272,31 +376,48 @@ handle_stream(struct conn *c, int64_t t0)
 	    conn_wait_until };
 	const char *qs = param(c->req, "QUERY_STRING");
 	struct ts_buf *b = &c->w->out;
+	char id[RESUME_ID_MAX + 1];
+	uint32_t start;
+	uint64_t from;
+	int rc;
 
 	if (http_parse_query(qs, strlen(qs), &r, &err) != TS_OK) {
 		send_error(c, &err, NULL);
 		return;
 	}
-	job_from_request(&job, &r, t0);
+	c->eid.key = resume_key(r.prompt, r.prompt_len, r.max_tokens,
+	    r.error_after);
+	rc = stream_start(c, &r, c->eid.key, &start, &from, &err);
+	if (rc == 400) {
+		send_error(c, &err, NULL);
+		goto out;
+	}
+	if (rc == 204) {
+		/* EventSource stops reconnecting on 204 (WHATWG 9.2.3). */
+		conn_write_flush(c, CONST_STR_LEN(
+		    "Status: 204 No Content\r\n\r\n"));
+		goto out;
+	}
+	job_from_request(&job, &r, t0, start);
 	job.state_id = state_begin(state, STATE_KIND_STREAM, r.max_tokens,
-	    job.prompt_tokens);
+	    job.prompt_tokens, from, start);
+	c->eid.stream = job.state_id;
+	ts_buf_reset(b);
+	sse_encode_retry(b, opt.retry_ms);
 	if (write_head(c, 200, "text/event-stream", job.state_id,
 	    "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") !=
-	    TS_OK) {
+	    TS_OK || conn_write_flush(c, b->p, b->len) != TS_OK) {
 		state_end(state, job.state_id, STATE_CANCELLED);
 		goto out;
 	}
 	engine_run(&job, &opt.lat, &io, state, &stopping, &res);
 	ts_buf_reset(b);
-	if (res.finish == ENGINE_FINISH_ERROR)
-		sse_encode_error(b, r.error_after >= 0 ?
-		    "injected error (error_after)" : "generation failed",
-		    "server_error", r.error_after >= 0 ? "injected_error" :
-		    "generation_failed");
-	else if (res.finish == ENGINE_FINISH_SHUTDOWN)
-		sse_encode_error(b, "the server is shutting down",
-		    "server_error", "shutdown");
+	if (finish_error(&r, res.finish, &err))
+		sse_encode_error(b, err.message, err.type, err.code);
 	if (res.finish != ENGINE_FINISH_CANCELLED) {
+		c->eid.index = RESUME_INDEX_END;
+		sse_encode_id(b, id, resume_id_format(id, sizeof(id),
+		    &c->eid));
 		sse_encode_done(b);
 		if (conn_write_flush(c, b->p, b->len) != TS_OK &&
 		    res.finish == ENGINE_FINISH_LENGTH)
@@ -386,28 +507,16 @@ handle_generate(struct conn *c, int64_t t0)
 		send_error(c, &err, NULL);
 		goto out;
 	}
-	job_from_request(&job, &r, t0);
+	job_from_request(&job, &r, t0, 0);
 	job.state_id = state_begin(state, STATE_KIND_GENERATE, r.max_tokens,
-	    job.prompt_tokens);
+	    job.prompt_tokens, 0, 0);
 	engine_run(&job, &opt.lat, &io, state, &stopping, &res);
 	state_end(state, job.state_id, status_of(res.finish));
-	switch (res.finish) {
-	case ENGINE_FINISH_CANCELLED:
+	if (res.finish == ENGINE_FINISH_CANCELLED)
 		goto out;   /* nobody to answer */
-	case ENGINE_FINISH_ERROR:
-		http_error_set(&err, 500, "server_error", r.error_after >= 0 ?
-		    "injected_error" : "generation_failed", "%s",
-		    r.error_after >= 0 ? "injected error (error_after)" :
-		    "generation failed");
-		send_error(c, &err, NULL);
+	if (finish_error(&r, res.finish, &err)) {
+		send_error_id(c, &err, NULL, job.state_id);
 		goto out;
-	case ENGINE_FINISH_SHUTDOWN:
-		http_error_set(&err, 503, "server_error", "shutdown",
-		    "the server is shutting down");
-		send_error(c, &err, NULL);
-		goto out;
-	case ENGINE_FINISH_LENGTH:
-		break;
 	}
 	text = json_stringn(c->text.p ? c->text.p : "", c->text.len);
 	obj = json_pack("{s:o,s:{s:I,s:I}}", "text", text, "usage",
@@ -450,8 +559,8 @@ handle_debug_generated(struct conn *c)
 
 		errno = 0;
 		id = strtoull(qs + 3, &end, 10);
-		if (errno != 0 || end == qs + 3 || (*end != '\0' &&
-		    *end != '&') || id == 0 || qs[3] == '-') {
+		if (errno != 0 || qs[3] < '0' || qs[3] > '9' || *end != '\0' ||
+		    id == 0) {
 			http_error_set(&err, 400, "invalid_request_error",
 			    "invalid_id", "id must be a stream id, a "
 			    "positive integer as sent in X-Request-Id");
@@ -486,6 +595,18 @@ handle_debug_generated(struct conn *c)
 	    "ended_ms", (json_int_t)rec.ended_ms,
 	    "total_generated", (json_int_t)state_total_generated(state),
 	    "total_streams", (json_int_t)state_total_streams(state));
+	if (obj != NULL && rec.resumed_from != 0) {
+		snprintf(idbuf, sizeof(idbuf), "%llu",
+		    (unsigned long long)rec.resumed_from);
+		json_object_set_new(obj, "resumed_from", json_string(idbuf));
+		json_object_set_new(obj, "resume_index",
+		    json_integer((json_int_t)rec.resume_index));
+		/* No sequence state is kept after a drop: the KV cache of the
+		 * tokens already sent is recomputed in the new prefill. */
+		json_object_set_new(obj, "resume", json_string("recomputed"));
+	} else if (obj != NULL) {
+		json_object_set_new(obj, "resumed_from", json_null());
+	}
 	if (obj != NULL && rec.owner_gone)
 		json_object_set_new(obj, "error", json_string(
 		    "the responder process that ran it has exited"));
@@ -496,13 +617,16 @@ handle_debug_generated(struct conn *c)
 static void
 handle(struct worker *w)
 {
-	struct conn c = { w, &w->req, 0, { 0 } };
+	struct conn c;
 	struct http_error err;
 	const char *method = param(&w->req, "REQUEST_METHOD");
 	const char *uri = param(&w->req, "REQUEST_URI");
 	size_t plen = strcspn(uri, "?");
 	int64_t t0 = engine_now_ns();
 
+	memset(&c, 0, sizeof(c));
+	c.w = w;
+	c.req = &w->req;
 #define PATH_IS(s) (plen == sizeof(s) - 1 && memcmp(uri, s, plen) == 0)
 	if (atomic_load(&stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
@@ -589,11 +713,13 @@ usage(FILE *f)
 "      --tpot-ms MS             decode step time, TPOT (default %.0f)\n"
 "      --keepalive-ms MS        SSE comment interval while silent, 0 = off\n"
 "                               (default %.0f)\n"
+"      --retry-ms MS            SSE retry sent at stream start: the client's\n"
+"                               reconnection delay (default %d)\n"
 "  -h, --help                   this text\n"
 "  -V, --version                version\n",
 	    DEFAULT_THREADS, DEFAULT_STATE_DIR, ENGINE_DEFAULT_PREFILL_BASE_MS,
 	    ENGINE_DEFAULT_PREFILL_PER_TOKEN_MS, ENGINE_DEFAULT_TPOT_MS,
-	    ENGINE_DEFAULT_KEEPALIVE_MS);
+	    ENGINE_DEFAULT_KEEPALIVE_MS, DEFAULT_RETRY_MS);
 }
 
 /* Parses a number of ms in [0, max]; exits with a clear message if not. */
@@ -632,7 +758,7 @@ parse_int(const char *name, const char *s, int min, int max)
 static void
 parse_options(int argc, char **argv)
 {
-	enum { O_PB = 256, O_PT, O_TPOT, O_KA };
+	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "state-dir", required_argument, NULL, 'd' },
@@ -643,6 +769,7 @@ parse_options(int argc, char **argv)
 		{ "prefill-per-token-ms", required_argument, NULL, O_PT },
 		{ "tpot-ms", required_argument, NULL, O_TPOT },
 		{ "keepalive-ms", required_argument, NULL, O_KA },
+		{ "retry-ms", required_argument, NULL, O_RETRY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -654,6 +781,7 @@ parse_options(int argc, char **argv)
 	opt.socket_path = NULL;
 	opt.backlog = 1024;
 	engine_latency_defaults(&opt.lat);
+	opt.retry_ms = DEFAULT_RETRY_MS;
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
@@ -682,6 +810,10 @@ parse_options(int argc, char **argv)
 		case O_KA:
 			opt.lat.keepalive_ms = parse_ms("keepalive-ms", optarg,
 			    600000);
+			break;
+		case O_RETRY:
+			opt.retry_ms = (unsigned long)parse_int("retry-ms",
+			    optarg, 0, 3600000);
 			break;
 		case 'h':
 			usage(stdout);

@@ -20,6 +20,9 @@ http_gen_request_free(struct http_gen_request *r)
 	free(r->prompt);
 	r->prompt = NULL;
 	r->prompt_len = 0;
+	free(r->last_event_id);
+	r->last_event_id = NULL;
+	r->last_event_id_len = 0;
 }
 
 static void
@@ -31,6 +34,8 @@ request_defaults(struct http_gen_request *r)
 	r->prefill_ms = -1;
 	r->tpot_ms = -1;
 	r->error_after = -1;
+	r->last_event_id = NULL;
+	r->last_event_id_len = 0;
 }
 
 void
@@ -165,7 +170,7 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 	while (pos < len) {
 		const char *pair = qs + pos, *eq;
 		size_t plen, nlen, vlen, bad;
-		char name[32];
+		char name[128];
 		size_t k;
 
 		{
@@ -184,14 +189,21 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 		}
 		eq = memchr(pair, '=', plen);
 		nlen = eq ? (size_t)(eq - pair) : plen;
-		/* Names we know are short; longer ones are unknown. */
+		/* Known names are short even fully percent-encoded (3 bytes
+		 * a character); a longer one is unknown. */
 		if (nlen >= sizeof(name))
 			continue;
-		if (http_form_decode(pair, nlen, name, &nlen, &bad) != TS_OK)
-			continue;       /* an unknown, undecodable name */
+		if (http_form_decode(pair, nlen, name, &nlen, &bad) != TS_OK) {
+			http_error_set(err, 400, ERR_TYPE,
+			    "invalid_percent_encoding",
+			    "malformed percent escape in a parameter name at "
+			    "byte %zu of the name: '%%' must be followed by "
+			    "two hex digits", bad);
+			goto out;
+		}
 		name[nlen] = '\0';
 		if (memchr(name, '\0', nlen) != NULL)
-			continue;
+			continue;       /* NUL in a name: no name we know */
 		{
 			const char *val = eq ? eq + 1 : pair + plen;
 			size_t dlen;
@@ -208,6 +220,14 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 				goto out;
 			}
 			vlen = dlen;
+		}
+		if (strcmp(name, "last_event_id") == 0) {
+			if (seen & 1u << (N_INT_PARAMS + 1))
+				goto twice;
+			seen |= 1u << (N_INT_PARAMS + 1);
+			req->last_event_id = xstrndup(buf, vlen);
+			req->last_event_id_len = vlen;
+			continue;
 		}
 		if (strcmp(name, "prompt") == 0) {
 			if (seen & 1u << N_INT_PARAMS)

@@ -41,6 +41,10 @@ struct http_gen_request {
 	int32_t prefill_ms;      /* -1, or the whole prefill time in ms */
 	int32_t tpot_ms;         /* -1, or the decode step time in ms */
 	int32_t error_after;     /* -1, or inject an error after N tokens */
+	char *last_event_id;     /* GET only: resume from this SSE event id
+				  * (for clients that cannot send the
+				  * Last-Event-ID header); NULL if absent */
+	size_t last_event_id_len;
 };
 
 void http_gen_request_free(struct http_gen_request *r);
@@ -57,7 +61,7 @@ enum ts_err http_form_decode(const char *s, size_t len, char *out,
 
 /*
  * Parses the query string (qs, len) of GET /stream: prompt (required),
- * max_tokens, prefill_ms, tpot_ms, error_after. Unknown parameters are
+ * max_tokens, prefill_ms, tpot_ms, error_after, last_event_id. Unknown parameters are
  * ignored; a known parameter given twice is an error (rule: no silent
  * pick). On error fills *err (status 400) and returns TS_EINVAL.
  */

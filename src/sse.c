@@ -4,6 +4,7 @@
 #include "sse.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,32 @@ sse_encode_data(struct ts_buf *b, const char *data, size_t len)
 limit:
 	b->len = start;
 	return TS_ELIMIT;
+}
+
+enum ts_err
+sse_encode_id(struct ts_buf *b, const char *id, size_t len)
+{
+	size_t start = b->len;
+
+	if (memchr(id, '\n', len) != NULL || memchr(id, '\r', len) != NULL ||
+	    memchr(id, '\0', len) != NULL)
+		return TS_EINVAL;
+	if (ts_buf_append(b, CONST_STR_LEN("id: ")) != TS_OK ||
+	    ts_buf_append(b, id, len) != TS_OK ||
+	    ts_buf_append(b, CONST_STR_LEN("\n")) != TS_OK) {
+		b->len = start;
+		return TS_ELIMIT;
+	}
+	return TS_OK;
+}
+
+enum ts_err
+sse_encode_retry(struct ts_buf *b, unsigned long ms)
+{
+	char line[40];
+	int n = snprintf(line, sizeof(line), "retry: %lu\n\n", ms);
+
+	return ts_buf_append(b, line, (size_t)n);
 }
 
 enum ts_err

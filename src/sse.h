@@ -23,6 +23,17 @@
  */
 enum ts_err sse_encode_data(struct ts_buf *b, const char *data, size_t len);
 
+/*
+ * Appends the field line "id: <id>\n" that starts an event; the event's
+ * data lines must follow. The id must hold no CR, LF or NUL (TS_EINVAL):
+ * WHATWG ignores an id with NUL, and CR/LF would end the line.
+ */
+enum ts_err sse_encode_id(struct ts_buf *b, const char *id, size_t len);
+
+/* Appends "retry: <ms>\n\n": the client's reconnection time (WHATWG
+ * "retry" field; the empty line dispatches nothing). */
+enum ts_err sse_encode_retry(struct ts_buf *b, unsigned long ms);
+
 /* Appends ": text\n\n"; text must hold no CR or LF (TS_EINVAL). */
 enum ts_err sse_encode_comment(struct ts_buf *b, const char *text,
     size_t len);

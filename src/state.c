@@ -51,7 +51,9 @@ struct state_rec {
 	aword started_ms;
 	aword ended_ms;
 	aword kind;
-	uint64_t reserved[7];
+	aword resumed_from;
+	aword resume_index;
+	uint64_t reserved[5];
 };
 
 _Static_assert(sizeof(struct state_header) == 128, "header is 128 bytes");
@@ -178,7 +180,7 @@ rec_of(struct state *st, uint64_t id)
 
 uint64_t
 state_begin(struct state *st, enum state_kind kind, uint64_t requested,
-    uint64_t prompt_tokens)
+    uint64_t prompt_tokens, uint64_t resumed_from, uint64_t resume_index)
 {
 	uint64_t id = atomic_fetch_add(&st->hdr->next_id, 1);
 	struct state_rec *r = rec_of(st, id);
@@ -197,6 +199,10 @@ state_begin(struct state *st, enum state_kind kind, uint64_t requested,
 	    memory_order_relaxed);
 	atomic_store_explicit(&r->ended_ms, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->kind, kind, memory_order_relaxed);
+	atomic_store_explicit(&r->resumed_from, resumed_from,
+	    memory_order_relaxed);
+	atomic_store_explicit(&r->resume_index, resume_index,
+	    memory_order_relaxed);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	atomic_fetch_add_explicit(&st->hdr->total_streams, 1,
 	    memory_order_relaxed);
@@ -266,6 +272,10 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 	out->ended_ms = atomic_load_explicit(&r->ended_ms,
 	    memory_order_relaxed);
 	out->kind = (enum state_kind)atomic_load_explicit(&r->kind,
+	    memory_order_relaxed);
+	out->resumed_from = atomic_load_explicit(&r->resumed_from,
+	    memory_order_relaxed);
+	out->resume_index = atomic_load_explicit(&r->resume_index,
 	    memory_order_relaxed);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)

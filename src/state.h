@@ -12,7 +12,8 @@
  *           total_streams u64, then zero padding.
  *   record: id u64 (0 = empty), requested u64, generated u64, status u64,
  *           pid u64, prompt_tokens u64, started_ms u64 (Unix epoch ms),
- *           ended_ms u64, kind u64, then zero padding.
+ *           ended_ms u64, kind u64, resumed_from u64, resume_index u64,
+ *           then zero padding.
  * Stream ids are 1, 2, 3, ... across all processes; id N lives in record
  * (N - 1) % capacity, so the newest `capacity` streams can be looked up.
  *
@@ -55,6 +56,8 @@ struct state_record {
 	uint64_t started_ms;       /* Unix epoch, ms */
 	uint64_t ended_ms;         /* 0 while running */
 	enum state_kind kind;
+	uint64_t resumed_from;     /* stream id this one resumes, 0 if none */
+	uint64_t resume_index;     /* first token index it generated */
 	int owner_gone;            /* running, but its process is dead */
 };
 
@@ -75,11 +78,13 @@ void state_close(struct state *st);
 
 /*
  * Starts a stream record: allocates the next id (never 0), stores the
- * request's fields with status running and this process's pid. Cannot
- * fail once the state is open.
+ * request's fields with status running and this process's pid. A resumed
+ * stream names the stream it resumes and its first token index (0, 0
+ * otherwise). Cannot fail once the state is open.
  */
 uint64_t state_begin(struct state *st, enum state_kind kind,
-    uint64_t requested, uint64_t prompt_tokens);
+    uint64_t requested, uint64_t prompt_tokens, uint64_t resumed_from,
+    uint64_t resume_index);
 
 /* Adds n produced tokens to the stream and to total_generated. */
 void state_add_generated(struct state *st, uint64_t id, uint64_t n);

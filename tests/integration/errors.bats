@@ -81,6 +81,30 @@ expect_error() {
 	expect_error 413 body_too_large --data-binary @"$BATS_TEST_TMPDIR/big" "$BASE/generate"
 }
 
+@test "over 2 MiB lighttpd refuses the body itself, before spooling it" {
+	run curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Length: 5000000000' \
+		-X POST -m 5 "$BASE/generate"
+	[ "$output" = 413 ]
+	[ "$(curl -sS -d '{"prompt":"ok","max_tokens":1}' "$BASE/generate" | jq .usage.completion_tokens)" -eq 1 ]
+}
+
+@test "a 30 KB prompt streams by GET; a request line over 64 KiB is 431" {
+	p=$(head -c 30000 /dev/zero | tr '\0' a)
+	[ "$(curl -sS -N "$BASE/stream?prompt=$p&max_tokens=3" | grep -c '^data: {"token":')" -eq 3 ]
+	p=$(head -c 70000 /dev/zero | tr '\0' a)
+	[ "$(curl -sS -o /dev/null -w '%{http_code}' "$BASE/stream?prompt=$p&max_tokens=3")" = 431 ]
+}
+
+@test "a /generate that fails after it started carries its X-Request-Id" {
+	curl -sS -D "$BATS_TEST_TMPDIR/h" -o "$BATS_TEST_TMPDIR/b" \
+		-d '{"prompt":"hello","max_tokens":5,"error_after":2}' "$BASE/generate"
+	id=$(header_of "$BATS_TEST_TMPDIR/h" X-Request-Id)
+	[ -n "$id" ]
+	jq -e '.error.code == "injected_error"' "$BATS_TEST_TMPDIR/b"
+	[ "$(debug_field "$id" status)" = error ]
+	[ "$(debug_field "$id" generated)" -eq 2 ]
+}
+
 @test "unknown path is 404" {
 	expect_error 404 unknown_path "$BASE/nope"
 	expect_error 404 unknown_path "$BASE/streamx?prompt=a"
@@ -105,12 +129,19 @@ expect_error() {
 	expect_error 400 duplicate_param "$BASE/stream?prompt=a&prompt=b"
 	expect_error 400 duplicate_param "$BASE/stream?prompt=a&max_tokens=1&max_tokens=2"
 	expect_error 400 invalid_json -d '{"prompt":"a","prompt":"b"}' "$BASE/generate"
+	# the rule holds for percent-encoded names too
+	expect_error 400 duplicate_param "$BASE/stream?prompt=hi&error_after=4&%65%72%72%6f%72%5f%61%66%74%65%72=2"
+	expect_error 400 duplicate_param "$BASE/stream?prompt=hi&%70rompt=x"
+	expect_error 400 invalid_percent_encoding "$BASE/stream?prompt=hi&%zz=1"
 }
 
 @test "/_debug/generated: unknown and malformed ids" {
 	expect_error 404 unknown_stream "$BASE/_debug/generated?id=999999999"
 	expect_error 400 invalid_id "$BASE/_debug/generated?id=abc"
 	expect_error 400 invalid_id "$BASE/_debug/generated?id=-1"
+	expect_error 400 invalid_id "$BASE/_debug/generated?id=+5"
+	expect_error 400 invalid_id "$BASE/_debug/generated?id=5&id=6"
+	expect_error 400 invalid_query "$BASE/_debug/generated?x=1"
 }
 
 @test "a prompt with NUL, ESC, U+2028 and 'data: [DONE]' does not break framing" {

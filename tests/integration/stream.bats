@@ -45,10 +45,23 @@ token_text() {
 	[ "$(grep -v '^$' "$b" | grep -v '^:' | tail -n 1)" = 'data: [DONE]' ]
 	# the body ends with the [DONE] event's empty line
 	[ "$(tail -c 14 "$b" | od -An -c | tr -d ' \n')" = 'data:[DONE]\n\n' ]
-	# every data line is followed by an empty line; nothing else appears
-	awk 'prev ~ /^data: / && $0 != "" { bad = 1 }
-	     !/^data: / && !/^: / && $0 != "" { bad = 1 }
+	# the stream opens with "retry: 1000" and an empty line
+	[ "$(sed -n 1p "$b")" = 'retry: 1000' ] && [ -z "$(sed -n 2p "$b")" ]
+	# every event is exactly "id: ..." then one data line then an empty
+	# line; nothing else appears (comments aside)
+	awk 'NR <= 2 { next }
+	     prev ~ /^id: / && !/^data: / { bad = 1 }
+	     prev ~ /^data: / && $0 != "" { bad = 1 }
+	     /^data: / && prev !~ /^id: / { bad = 1 }
+	     !/^(data|id): / && !/^: / && $0 != "" { bad = 1 }
 	     { prev = $0 } END { exit bad }' "$b"
+	# ids: <stream>-<key>-<index>, index 0..19, then <stream>-<key>-end
+	id=$(header_of "$BATS_TEST_TMPDIR/head" X-Request-Id)
+	grep '^id: ' "$b" | sed 's/^id: //' > "$BATS_TEST_TMPDIR/ids"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/ids")" -eq 21 ]
+	[ "$(cut -d- -f1 "$BATS_TEST_TMPDIR/ids" | sort -u)" = "$id" ]
+	[ "$(cut -d- -f2 "$BATS_TEST_TMPDIR/ids" | sort -u | grep -cE '^[0-9a-f]{16}$')" -eq 1 ]
+	[ "$(cut -d- -f3 "$BATS_TEST_TMPDIR/ids" | tr '\n' ' ')" = "$(seq 0 19 | tr '\n' ' ')end " ]
 	# every token event is one line of valid JSON with only "token"
 	grep '^data: {' "$b" | sed 's/^data: //' |
 		jq -e -s 'all(.[]; (keys == ["token"]) and (.token|type) == "string")'

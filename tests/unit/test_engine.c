@@ -185,6 +185,42 @@ test_keepalive_during_prefill(void **unused)
 	assert_int_equal(f.keepalives, 0);
 }
 
+/* A resumed job recomputes tokens 0..start-1 silently, then delivers
+ * start.. with their absolute indices: the joined text is the whole. */
+static void
+test_resume_start_index(void **unused)
+{
+	struct fake a = { .hup_at_token = -1 }, b = { .hup_at_token = -1 };
+	struct engine_io ia = { &a, fake_token, fake_keepalive, fake_wait };
+	struct engine_io ib = { &b, fake_token, fake_keepalive, fake_wait };
+	struct engine_job job;
+	struct engine_result res;
+
+	init_job(&job, "resume me", 30);
+	job.max_tokens = 7;
+	engine_run(&job, &lat0, &ia, NULL, NULL, &res);
+	assert_int_equal(res.generated, 7);
+	b.ids_seen = 7;               /* fake_token checks index order */
+	memcpy(b.text, a.text, a.text_len);
+	b.text_len = a.text_len;
+	init_job(&job, "resume me", 30);
+	job.start_index = 7;
+	engine_run(&job, &lat0, &ib, NULL, NULL, &res);
+	assert_int_equal(res.finish, ENGINE_FINISH_LENGTH);
+	assert_int_equal(res.generated, 23);
+	a.ids_seen = 0;
+	a.text_len = 0;
+	init_job(&job, "resume me", 30);
+	engine_run(&job, &lat0, &ia, NULL, NULL, &res);
+	assert_int_equal(a.text_len, b.text_len);
+	assert_memory_equal(a.text, b.text, a.text_len);
+	/* nothing left to resume: prefill only, no token */
+	init_job(&job, "resume me", 30);
+	job.start_index = 30;
+	engine_run(&job, &lat0, &ib, NULL, NULL, &res);
+	assert_int_equal(res.generated, 0);
+}
+
 static void
 test_shutdown(void **unused)
 {
@@ -220,6 +256,7 @@ main(void)
 		cmocka_unit_test(test_cancel_in_wait),
 		cmocka_unit_test(test_error_after_and_zero),
 		cmocka_unit_test(test_keepalive_during_prefill),
+		cmocka_unit_test(test_resume_start_index),
 		cmocka_unit_test(test_shutdown),
 		cmocka_unit_test(test_prefill_model),
 	};

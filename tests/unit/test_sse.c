@@ -118,6 +118,24 @@ test_multiline_data(void **unused)
 	}
 }
 
+/* id and retry fields (WHATWG 9.2.6): an id line starts the event. */
+static void
+test_id_and_retry(void **unused)
+{
+	struct ts_buf b;
+
+	ts_buf_init(&b, 4096);
+	assert_int_equal(sse_encode_retry(&b, 1000), TS_OK);
+	assert_int_equal(sse_encode_id(&b, "7-00ff-3", 8), TS_OK);
+	assert_int_equal(sse_encode_token(&b, "x", 1), TS_OK);
+	assert_string_equal(b.p, "retry: 1000\n\nid: 7-00ff-3\n"
+	    "data: {\"token\":\"x\"}\n\n");
+	assert_int_equal(sse_encode_id(&b, "a\nb", 3), TS_EINVAL);
+	assert_int_equal(sse_encode_id(&b, "a\rb", 3), TS_EINVAL);
+	assert_int_equal(sse_encode_id(&b, "a\0b", 3), TS_EINVAL);
+	ts_buf_free(&b);
+}
+
 static void
 test_limit_leaves_buffer_unchanged(void **unused)
 {
@@ -139,6 +157,7 @@ main(void)
 		cmocka_unit_test(test_invalid_utf8_refused),
 		cmocka_unit_test(test_done_comment_error),
 		cmocka_unit_test(test_multiline_data),
+		cmocka_unit_test(test_id_and_retry),
 		cmocka_unit_test(test_limit_leaves_buffer_unchanged),
 	};
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bats
+# tokstream-ctl: start does not restart a live server, stop stops only
+# what its pid files name (and only tokstream processes), and a stop ends
+# open streams cleanly with the shutdown event and [DONE].
+
+load helpers
+
+setup() {
+	ts_start
+}
+
+teardown() {
+	ts_stop
+}
+
+ctl() {
+	TOKSTREAM_PORT=$PORT TOKSTREAM_RUNDIR=$RUNDIR \
+	TOKSTREAM_BINDIR=$TS_BUILDDIR/src \
+	TOKSTREAM_SITECONF=$TS_SRCDIR/etc/tokstream-site.conf "$CTL" "$@"
+}
+
+@test "start on a running server does not restart it" {
+	before=$(cat "$RUNDIR/tokstream-fcgi.pid")
+	curl -sS -N -o "$BATS_TEST_TMPDIR/s" "$BASE/stream?prompt=a&max_tokens=30&tpot_ms=50" &
+	pid=$!
+	sleep 0.3
+	run ctl start
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"already running"* ]]
+	[ "$(cat "$RUNDIR/tokstream-fcgi.pid")" = "$before" ]
+	wait "$pid"
+	[ "$(grep -c '^data: {"token":' "$BATS_TEST_TMPDIR/s")" -eq 30 ]
+	run ctl status
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"tokstream-fcgi: running"* ]]
+	[[ "$output" == *"lighttpd: running"* ]]
+}
+
+@test "stop ends an open stream with the shutdown error event and [DONE]" {
+	curl -sS -N -o "$BATS_TEST_TMPDIR/s" "$BASE/stream?prompt=a&max_tokens=300&tpot_ms=50" &
+	pid=$!
+	sleep 0.5
+	ctl stop
+	wait "$pid"
+	b=$BATS_TEST_TMPDIR/s
+	grep '^data: {"error"' "$b" | sed 's/^data: //' | jq -e '.error.code == "shutdown"'
+	[ "$(grep '^data: ' "$b" | tail -n 1)" = 'data: [DONE]' ]
+	[ "$(grep -c '^data: {"token":' "$b")" -lt 300 ]
+	run ctl status
+	[ "$status" -eq 3 ]
+}
+
+@test "a stale pid file never kills an unrelated process" {
+	ctl stop
+	sleep 300 &
+	victim=$!
+	echo "$victim" > "$RUNDIR/tokstream-fcgi.pid"
+	echo "$victim" > "$RUNDIR/lighttpd.pid"
+	run ctl stop
+	kill -0 "$victim"
+	run ctl status
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"tokstream-fcgi: stopped"* ]]
+	kill "$victim"
+}
