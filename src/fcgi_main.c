@@ -54,6 +54,7 @@ struct options {
 	int backlog;
 	struct engine_latency lat;
 	unsigned long retry_ms;      /* SSE retry: sent at stream start */
+	const char *cors_origin;     /* Access-Control-Allow-Origin; "" = off */
 };
 
 /* Process-wide state, set up once in main and read by every worker. */
@@ -77,6 +78,7 @@ struct conn {
 	int hup;                 /* a write or the socket said: client gone */
 	struct ts_buf text;      /* POST /generate: the answer so far */
 	struct resume_id eid;    /* /stream: the id of the next event */
+	int cors;                /* add the CORS headers to the head */
 };
 
 static const char *
@@ -107,25 +109,39 @@ conn_write_flush(struct conn *c, const char *p, size_t len)
 	return TS_OK;
 }
 
-/* Response head: CGI-style "Status:" line and headers (FastCGI 1.0
- * section 6.2, the Responder's stdout is a CGI response). */
+/*
+ * Response head: CGI-style "Status:" line and headers (FastCGI 1.0
+ * section 6.2: the Responder's stdout is a CGI response), the CORS
+ * headers of the public endpoints (README "Browsers and CORS"), and the
+ * stream's X-Request-Id when it has one.
+ */
 static enum ts_err
 write_head(struct conn *c, int status, const char *ctype, uint64_t id,
     const char *extra)
 {
-	char head[512];
-	int n;
+	char head[1024];
+	size_t n = 0;
 
-	n = snprintf(head, sizeof(head),
-	    "Status: %d %s\r\nContent-Type: %s\r\n%s%s", status,
-	    http_reason(status), ctype, extra ? extra : "",
-	    id ? "" : "\r\n");
-	if (id != 0 && n > 0 && (size_t)n < sizeof(head))
-		n += snprintf(head + n, sizeof(head) - (size_t)n,
-		    "X-Request-Id: %llu\r\n\r\n", (unsigned long long)id);
-	if (n < 0 || (size_t)n >= sizeof(head))
-		return TS_EINVAL;
-	return conn_write_flush(c, head, (size_t)n);
+#define HEAD_ADD(...) do {						\
+	int k_ = snprintf(head + n, sizeof(head) - n, __VA_ARGS__);	\
+	if (k_ < 0 || (size_t)k_ >= sizeof(head) - n)			\
+		return TS_EINVAL;					\
+	n += (size_t)k_;						\
+} while (0)
+	HEAD_ADD("Status: %d %s\r\n", status, http_reason(status));
+	if (ctype != NULL)
+		HEAD_ADD("Content-Type: %s\r\n", ctype);
+	if (extra != NULL)
+		HEAD_ADD("%s", extra);
+	if (id != 0)
+		HEAD_ADD("X-Request-Id: %llu\r\n", (unsigned long long)id);
+	if (c->cors)
+		HEAD_ADD("Access-Control-Allow-Origin: %s\r\n"
+		    "Access-Control-Expose-Headers: X-Request-Id\r\n",
+		    opt.cors_origin);
+	HEAD_ADD("\r\n");
+#undef HEAD_ADD
+	return conn_write_flush(c, head, n);
 }
 
 /* A complete JSON error response (before any other byte was sent);
@@ -309,10 +325,13 @@ finish_error(const struct http_gen_request *r, enum engine_finish f,
 
 /*
  * Decides where a GET /stream starts (README "Resuming a stream"): from
- * the Last-Event-ID header (EventSource sends it when it reconnects) or
- * the last_event_id parameter. Returns 0 to stream from *start, 204 when
- * the stream had already ended (nothing is generated again), or 400 with
- * *err filled for an id that is malformed or belongs to other parameters.
+ * the Last-Event-ID header (EventSource sends it when it reconnects) or,
+ * without one, the last_event_id parameter. Returns 0 to stream from
+ * *start, 204 when the stream had already ended (nothing is generated
+ * again), or 400 with *err filled for an id that is malformed, belongs to
+ * other parameters, or names a token this request could never send.
+ * *from is the stream resumed, when the state file confirms it (a stream
+ * with the same key); 0 otherwise.
  */
 static int
 stream_start(struct conn *c, const struct http_gen_request *r, uint64_t key,
@@ -321,19 +340,15 @@ stream_start(struct conn *c, const struct http_gen_request *r, uint64_t key,
 	const char *hdr = FCGX_GetParam("HTTP_LAST_EVENT_ID", c->req->envp);
 	const char *s = hdr;
 	size_t len = hdr ? strlen(hdr) : 0;
+	uint64_t last;
 	struct resume_id id;
+	struct state_record rec;
 	const char *why;
 
 	*start = 0;
 	*from = 0;
-	if (len > 0 && r->last_event_id != NULL &&
-	    (r->last_event_id_len != len ||
-	    memcmp(r->last_event_id, hdr, len) != 0)) {
-		http_error_set(err, 400, "invalid_request_error",
-		    "duplicate_param", "the Last-Event-ID header and the "
-		    "last_event_id parameter disagree; send one");
-		return 400;
-	}
+	/* The header wins: EventSource keeps a URL's last_event_id and
+	 * sends the newer id in the header on every reconnect. */
 	if (len == 0 && r->last_event_id != NULL) {
 		s = r->last_event_id;
 		len = r->last_event_id_len;
@@ -342,21 +357,37 @@ stream_start(struct conn *c, const struct http_gen_request *r, uint64_t key,
 		return 0;       /* an empty Last-Event-ID resumes nothing */
 	if (resume_id_parse(s, len, &id, &why) != TS_OK) {
 		http_error_set(err, 400, "invalid_request_error",
-		    "invalid_last_event_id", "Last-Event-ID is not a "
+		    "invalid_last_event_id", "the last event id is not a "
 		    "tokstream event id: %s", why);
 		return 400;
 	}
 	if (id.key != key) {
 		http_error_set(err, 400, "invalid_request_error",
-		    "foreign_last_event_id", "Last-Event-ID belongs to a stream "
-		    "with other parameters (prompt, max_tokens or "
+		    "foreign_last_event_id", "the last event id belongs to a "
+		    "stream with other parameters (prompt, max_tokens or "
 		    "error_after); resume with the same request");
 		return 400;
 	}
-	if (id.index == RESUME_INDEX_END || id.index + 1 >= r->max_tokens)
+	if (id.index == RESUME_INDEX_END)
+		return 204;
+	/* The last index this request can send: max_tokens - 1, or the
+	 * one before an injected error. */
+	last = r->max_tokens == 0 ? 0 : r->max_tokens - 1u;
+	if (r->error_after >= 0 && (uint64_t)r->error_after <= last)
+		last = r->error_after == 0 ? 0 : (uint64_t)r->error_after - 1;
+	if (r->max_tokens == 0 || r->error_after == 0 || id.index > last) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_last_event_id", "the last event id names token "
+		    "%llu, which this request never sends",
+		    (unsigned long long)id.index);
+		return 400;
+	}
+	if (id.index + 1 >= r->max_tokens)
 		return 204;
 	*start = (uint32_t)(id.index + 1);
-	*from = id.stream;
+	if (state_lookup(state, id.stream, &rec) == TS_OK &&
+	    rec.kind == STATE_KIND_STREAM && rec.key == key)
+		*from = id.stream;
 	return 0;
 }
 
@@ -394,13 +425,12 @@ handle_stream(struct conn *c, int64_t t0)
 	}
 	if (rc == 204) {
 		/* EventSource stops reconnecting on 204 (WHATWG 9.2.3). */
-		conn_write_flush(c, CONST_STR_LEN(
-		    "Status: 204 No Content\r\n\r\n"));
+		write_head(c, 204, NULL, 0, NULL);
 		goto out;
 	}
 	job_from_request(&job, &r, t0, start);
 	job.state_id = state_begin(state, STATE_KIND_STREAM, r.max_tokens,
-	    job.prompt_tokens, from, start);
+	    job.prompt_tokens, from, start, c->eid.key);
 	c->eid.stream = job.state_id;
 	ts_buf_reset(b);
 	sse_encode_retry(b, opt.retry_ms);
@@ -415,9 +445,15 @@ handle_stream(struct conn *c, int64_t t0)
 	if (finish_error(&r, res.finish, &err))
 		sse_encode_error(b, err.message, err.type, err.code);
 	if (res.finish != ENGINE_FINISH_CANCELLED) {
-		c->eid.index = RESUME_INDEX_END;
-		sse_encode_id(b, id, resume_id_format(id, sizeof(id),
-		    &c->eid));
+		/* The "end" id tells a reconnecting client there is nothing
+		 * more. After a shutdown there is: [DONE] goes without an id,
+		 * so EventSource reconnects with the last token's id and the
+		 * restarted server resumes the stream. */
+		if (res.finish != ENGINE_FINISH_SHUTDOWN) {
+			c->eid.index = RESUME_INDEX_END;
+			sse_encode_id(b, id, resume_id_format(id, sizeof(id),
+			    &c->eid));
+		}
 		sse_encode_done(b);
 		if (conn_write_flush(c, b->p, b->len) != TS_OK &&
 		    res.finish == ENGINE_FINISH_LENGTH)
@@ -509,7 +545,7 @@ handle_generate(struct conn *c, int64_t t0)
 	}
 	job_from_request(&job, &r, t0, 0);
 	job.state_id = state_begin(state, STATE_KIND_GENERATE, r.max_tokens,
-	    job.prompt_tokens, 0, 0);
+	    job.prompt_tokens, 0, 0, 0);
 	engine_run(&job, &opt.lat, &io, state, &stopping, &res);
 	state_end(state, job.state_id, status_of(res.finish));
 	if (res.finish == ENGINE_FINISH_CANCELLED)
@@ -595,10 +631,13 @@ handle_debug_generated(struct conn *c)
 	    "ended_ms", (json_int_t)rec.ended_ms,
 	    "total_generated", (json_int_t)state_total_generated(state),
 	    "total_streams", (json_int_t)state_total_streams(state));
-	if (obj != NULL && rec.resumed_from != 0) {
+	if (obj != NULL && rec.resume_index != 0) {
+		/* resumed_from: the stream resumed, as the state file
+		 * confirms it; null when the id named one it does not hold. */
 		snprintf(idbuf, sizeof(idbuf), "%llu",
 		    (unsigned long long)rec.resumed_from);
-		json_object_set_new(obj, "resumed_from", json_string(idbuf));
+		json_object_set_new(obj, "resumed_from", rec.resumed_from ?
+		    json_string(idbuf) : json_null());
 		json_object_set_new(obj, "resume_index",
 		    json_integer((json_int_t)rec.resume_index));
 		/* No sequence state is kept after a drop: the KV cache of the
@@ -628,7 +667,16 @@ handle(struct worker *w)
 	c.w = w;
 	c.req = &w->req;
 #define PATH_IS(s) (plen == sizeof(s) - 1 && memcmp(uri, s, plen) == 0)
-	if (atomic_load(&stopping)) {
+	c.cors = opt.cors_origin[0] != '\0' && (PATH_IS("/stream") ||
+	    PATH_IS("/generate") || PATH_IS("/health"));
+	if (c.cors && strcmp(method, "OPTIONS") == 0) {
+		/* CORS preflight (Fetch standard): a POST of JSON, or a GET
+		 * with Last-Event-ID, from a page of another origin. */
+		write_head(&c, 204, NULL, 0, "Access-Control-Allow-Methods: "
+		    "GET, POST, OPTIONS\r\nAccess-Control-Allow-Headers: "
+		    "Content-Type, Last-Event-ID\r\n"
+		    "Access-Control-Max-Age: 600\r\n");
+	} else if (atomic_load(&stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
 		send_error(&c, &err, "Retry-After: 1\r\n");
@@ -715,6 +763,8 @@ usage(FILE *f)
 "                               (default %.0f)\n"
 "      --retry-ms MS            SSE retry sent at stream start: the client's\n"
 "                               reconnection delay (default %d)\n"
+"      --cors-origin ORIGIN     Access-Control-Allow-Origin of /stream,\n"
+"                               /generate, /health (default *; \"\" = none)\n"
 "  -h, --help                   this text\n"
 "  -V, --version                version\n",
 	    DEFAULT_THREADS, DEFAULT_STATE_DIR, ENGINE_DEFAULT_PREFILL_BASE_MS,
@@ -758,7 +808,7 @@ parse_int(const char *name, const char *s, int min, int max)
 static void
 parse_options(int argc, char **argv)
 {
-	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY };
+	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "state-dir", required_argument, NULL, 'd' },
@@ -770,6 +820,7 @@ parse_options(int argc, char **argv)
 		{ "tpot-ms", required_argument, NULL, O_TPOT },
 		{ "keepalive-ms", required_argument, NULL, O_KA },
 		{ "retry-ms", required_argument, NULL, O_RETRY },
+		{ "cors-origin", required_argument, NULL, O_CORS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -782,6 +833,7 @@ parse_options(int argc, char **argv)
 	opt.backlog = 1024;
 	engine_latency_defaults(&opt.lat);
 	opt.retry_ms = DEFAULT_RETRY_MS;
+	opt.cors_origin = "*";
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
@@ -810,6 +862,15 @@ parse_options(int argc, char **argv)
 		case O_KA:
 			opt.lat.keepalive_ms = parse_ms("keepalive-ms", optarg,
 			    600000);
+			break;
+		case O_CORS:
+			if (strpbrk(optarg, "\r\n") != NULL ||
+			    strlen(optarg) > 256) {
+				fprintf(stderr, "tokstream-fcgi: --cors-origin "
+				    "must be one line of at most 256 bytes\n");
+				exit(2);
+			}
+			opt.cors_origin = optarg;
 			break;
 		case O_RETRY:
 			opt.retry_ms = (unsigned long)parse_int("retry-ms",

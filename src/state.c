@@ -53,7 +53,8 @@ struct state_rec {
 	aword kind;
 	aword resumed_from;
 	aword resume_index;
-	uint64_t reserved[5];
+	aword key;
+	uint64_t reserved[4];
 };
 
 _Static_assert(sizeof(struct state_header) == 128, "header is 128 bytes");
@@ -180,7 +181,8 @@ rec_of(struct state *st, uint64_t id)
 
 uint64_t
 state_begin(struct state *st, enum state_kind kind, uint64_t requested,
-    uint64_t prompt_tokens, uint64_t resumed_from, uint64_t resume_index)
+    uint64_t prompt_tokens, uint64_t resumed_from, uint64_t resume_index,
+    uint64_t key)
 {
 	uint64_t id = atomic_fetch_add(&st->hdr->next_id, 1);
 	struct state_rec *r = rec_of(st, id);
@@ -203,6 +205,7 @@ state_begin(struct state *st, enum state_kind kind, uint64_t requested,
 	    memory_order_relaxed);
 	atomic_store_explicit(&r->resume_index, resume_index,
 	    memory_order_relaxed);
+	atomic_store_explicit(&r->key, key, memory_order_relaxed);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	atomic_fetch_add_explicit(&st->hdr->total_streams, 1,
 	    memory_order_relaxed);
@@ -277,6 +280,7 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 	    memory_order_relaxed);
 	out->resume_index = atomic_load_explicit(&r->resume_index,
 	    memory_order_relaxed);
+	out->key = atomic_load_explicit(&r->key, memory_order_relaxed);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)
 		return TS_EINVAL;       /* overwritten while we read */

@@ -13,7 +13,7 @@
  *   record: id u64 (0 = empty), requested u64, generated u64, status u64,
  *           pid u64, prompt_tokens u64, started_ms u64 (Unix epoch ms),
  *           ended_ms u64, kind u64, resumed_from u64, resume_index u64,
- *           then zero padding.
+ *           key u64, then zero padding.
  * Stream ids are 1, 2, 3, ... across all processes; id N lives in record
  * (N - 1) % capacity, so the newest `capacity` streams can be looked up.
  *
@@ -58,6 +58,8 @@ struct state_record {
 	enum state_kind kind;
 	uint64_t resumed_from;     /* stream id this one resumes, 0 if none */
 	uint64_t resume_index;     /* first token index it generated */
+	uint64_t key;              /* resume key of its parameters, 0 if
+				    * none (resume.h) */
 	int owner_gone;            /* running, but its process is dead */
 };
 
@@ -84,7 +86,7 @@ void state_close(struct state *st);
  */
 uint64_t state_begin(struct state *st, enum state_kind kind,
     uint64_t requested, uint64_t prompt_tokens, uint64_t resumed_from,
-    uint64_t resume_index);
+    uint64_t resume_index, uint64_t key);
 
 /* Adds n produced tokens to the stream and to total_generated. */
 void state_add_generated(struct state *st, uint64_t id, uint64_t n);

@@ -63,3 +63,22 @@ ctl() {
 	[[ "$output" == *"tokstream-fcgi: stopped"* ]]
 	kill "$victim"
 }
+
+@test "after a stop mid-stream the client resumes on the restarted server" {
+	q='prompt=restart&max_tokens=60&tpot_ms=40'
+	curl -sS -N -o "$BATS_TEST_TMPDIR/s" "$BASE/stream?$q" &
+	pid=$!
+	sleep 0.8
+	ctl stop
+	wait "$pid"
+	b=$BATS_TEST_TMPDIR/s
+	# the shutdown [DONE] carries no id: the last id is a token's
+	last=$(grep '^id: ' "$b" | tail -n 1 | sed 's/^id: //')
+	[[ $last =~ -[0-9]+$ ]]
+	[ "$(grep -B1 '^data: \[DONE\]' "$b" | head -n 1)" != "id: ${last%-*}-end" ]
+	ctl start
+	curl -sS -N -H "Last-Event-ID: $last" -o "$BATS_TEST_TMPDIR/r" "$BASE/stream?$q"
+	cat <(grep '^data: {"token"' "$b") <(grep '^data: {"token"' "$BATS_TEST_TMPDIR/r") |
+		sed 's/^data: //' | jq -j .token > "$BATS_TEST_TMPDIR/joined"
+	"$TOKGEN" --prompt restart -n 60 | cmp - "$BATS_TEST_TMPDIR/joined"
+}

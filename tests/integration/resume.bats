@@ -197,33 +197,72 @@ ref_stream() {
 	[ "$(curl -sS "$BASE/_debug/generated?id=$id2" | jq -r .status)" = error ]
 }
 
-@test "a resume past error_after (a forged index 9 of error_after=5) fails at once, sending no token" {
+@test "a resume past error_after (a forged index 9 of error_after=5) is 400: that token was never sent" {
 	d=$BATS_TEST_TMPDIR
 	q='prompt=tunnel&max_tokens=20&error_after=5'
 	curl -sS -N -D "$d/h" "$BASE/stream?$q" >"$d/full"
 	leid=$(sse_ids "$d/full" | head -n 1)
 	leid=${leid%-0}-9
-	curl -sS -N -D "$d/res.h" -H "Last-Event-ID: $leid" "$BASE/stream?$q" >"$d/res"
-	[ "$(count_tokens "$d/res")" -eq 0 ]
-	grep '^data: ' "$d/res" | head -n 1 | sed 's/^data: //' |
-		jq -e '.error.code == "injected_error"' >/dev/null
-	[ "$(grep '^data: ' "$d/res" | tail -n 1)" = 'data: [DONE]' ]
+	run curl -sS -o "$d/res" -w '%{http_code}' -H "Last-Event-ID: $leid" "$BASE/stream?$q"
+	[ "$output" = 400 ]
+	jq -e '.error.code == "invalid_last_event_id"' "$d/res" >/dev/null
 }
 
-@test "Last-Event-ID header and last_event_id parameter that disagree are 400" {
+@test "with both a Last-Event-ID header and a last_event_id parameter the header wins" {
 	d=$BATS_TEST_TMPDIR
-	curl -sS -N "$BASE/stream?prompt=tunnel&max_tokens=4" >"$d/s"
+	curl -sS -N "$BASE/stream?prompt=tunnel&max_tokens=6" >"$d/s"
 	a=$(sse_ids "$d/s" | sed -n 1p)
-	b=$(sse_ids "$d/s" | sed -n 2p)
-	run curl -sS -o "$d/e" -w '%{http_code}' -H "Last-Event-ID: $a" \
-		"$BASE/stream?prompt=tunnel&max_tokens=4&last_event_id=$b"
+	b=$(sse_ids "$d/s" | sed -n 3p)
+	# EventSource keeps the URL (parameter: token 0) and sends the newer
+	# id (token 2) in the header: the stream goes on from token 3
+	curl -sS -N -H "Last-Event-ID: $b" \
+		"$BASE/stream?prompt=tunnel&max_tokens=6&last_event_id=$a" >"$d/r"
+	[ "$(count_tokens "$d/r")" -eq 3 ]
+	[[ $(sse_ids "$d/r" | head -n 1) =~ -3$ ]]
+}
+
+@test "an id naming a token the request never sends is 400; the resumed_from link is verified" {
+	d=$BATS_TEST_TMPDIR
+	curl -sS -N "$BASE/stream?prompt=tunnel&max_tokens=5" >"$d/s"
+	first=$(sse_ids "$d/s" | head -n 1)
+	key=$(echo "$first" | cut -d- -f2)
+	sid=$(echo "$first" | cut -d- -f1)
+	for idx in 5 6 18446744073709551614; do
+		run curl -sS -o "$d/e" -w '%{http_code}' -H "Last-Event-ID: $sid-$key-$idx" \
+			"$BASE/stream?prompt=tunnel&max_tokens=5"
+		[ "$output" = 400 ]
+		jq -e '.error.code == "invalid_last_event_id"' "$d/e" >/dev/null
+	done
+	# past error_after: 400 too
+	curl -sS -N "$BASE/stream?prompt=tunnel&max_tokens=10&error_after=3" >"$d/e3"
+	k3=$(sse_ids "$d/e3" | head -n 1 | cut -d- -f2)
+	run curl -sS -o "$d/e" -w '%{http_code}' -H "Last-Event-ID: $sid-$k3-3" \
+		"$BASE/stream?prompt=tunnel&max_tokens=10&error_after=3"
 	[ "$output" = 400 ]
-	jq -e '.error.code == "duplicate_param"' "$d/e" >/dev/null
-	# agreeing is fine
-	run curl -sS -o "$d/ok" -w '%{http_code}' -H "Last-Event-ID: $a" \
-		"$BASE/stream?prompt=tunnel&max_tokens=4&last_event_id=$a"
-	[ "$output" = 200 ]
-	[ "$(count_tokens "$d/ok")" -eq 3 ]
+	# a stream id the state file does not hold: resumed, but not linked
+	curl -sS -N -D "$d/h" -H "Last-Event-ID: 999999999-$key-1" \
+		"$BASE/stream?prompt=tunnel&max_tokens=5" >"$d/r"
+	[ "$(count_tokens "$d/r")" -eq 3 ]
+	id=$(header_of "$d/h" X-Request-Id)
+	curl -sS "$BASE/_debug/generated?id=$id" |
+		jq -e '.resumed_from == null and .resume_index == 2 and .resume == "recomputed"'
+	# the real one is linked
+	curl -sS -N -D "$d/h2" -H "Last-Event-ID: $sid-$key-1" \
+		"$BASE/stream?prompt=tunnel&max_tokens=5" >"$d/r2"
+	id2=$(header_of "$d/h2" X-Request-Id)
+	curl -sS "$BASE/_debug/generated?id=$id2" | jq -e --arg s "$sid" '.resumed_from == $s'
+}
+
+@test "CORS: public endpoints allow any origin and answer a preflight; /_debug does not" {
+	curl -sS -D "$BATS_TEST_TMPDIR/h" -o /dev/null -H 'Origin: http://example.test' \
+		"$BASE/stream?prompt=a&max_tokens=1"
+	[ "$(header_of "$BATS_TEST_TMPDIR/h" Access-Control-Allow-Origin)" = '*' ]
+	[ "$(header_of "$BATS_TEST_TMPDIR/h" Access-Control-Expose-Headers)" = X-Request-Id ]
+	run curl -sS -o /dev/null -w '%{http_code}' -X OPTIONS -D "$BATS_TEST_TMPDIR/p" "$BASE/generate"
+	[ "$output" = 204 ]
+	header_of "$BATS_TEST_TMPDIR/p" Access-Control-Allow-Headers | grep -q Last-Event-ID
+	curl -sS -D "$BATS_TEST_TMPDIR/d" -o /dev/null "$BASE/_debug/generated"
+	[ -z "$(header_of "$BATS_TEST_TMPDIR/d" Access-Control-Allow-Origin)" ]
 }
 
 @test "an empty Last-Event-ID resumes nothing: the stream starts at token 0" {

@@ -18,7 +18,7 @@
 #define T(s) s, sizeof(s) - 1
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The key of prompt "hello", max_tokens 4, no error_after (README). */
+/* The key of prompt "hello", max_tokens 4, no error_after. */
 #define KEY "c9ea902ef39fb35e"
 #define KEY_VAL 0xc9ea902ef39fb35eULL
 
@@ -318,7 +318,7 @@ test_key_distinct(void **state)
 }
 
 /* Same parameters, other buffers: the same key; bytes past len are not
- * read; the README's example id has this key. */
+ * read; the keys are pinned (the README's example uses max_tokens 5). */
 static void
 test_key_stable(void **state)
 {
@@ -328,6 +328,7 @@ test_key_stable(void **state)
 
 	(void)state;
 	assert_true(resume_key("hello", 5, 4, -1) == KEY_VAL);
+	assert_true(resume_key("hello", 5, 5, -1) == 0x502325e84dc53f9fULL);
 	assert_true(resume_key(a, 3, 20, -1) == resume_key(b, 3, 20, -1));
 	assert_true(resume_key(a, 3, 20, 7) == resume_key(b, 3, 20, 7));
 	assert_true(resume_key("abc", 2, 20, -1) ==

@@ -55,7 +55,7 @@ test_record_lifecycle(void **unused)
 	struct state *st = open_state();
 	struct state_record rec;
 	uint64_t total0 = state_total_generated(st);
-	uint64_t id = state_begin(st, STATE_KIND_STREAM, 100, 7, 0, 0);
+	uint64_t id = state_begin(st, STATE_KIND_STREAM, 100, 7, 0, 0, 0);
 
 	assert_true(id > 0);
 	assert_int_equal(state_lookup(st, id, &rec), TS_OK);
@@ -75,10 +75,11 @@ test_record_lifecycle(void **unused)
 	assert_int_equal(state_total_generated(st), total0 + 5);
 	assert_int_equal(rec.resumed_from, 0);
 	assert_int_equal(state_lookup(st, id + 1000, &rec), TS_EINVAL);
-	id = state_begin(st, STATE_KIND_STREAM, 20, 1, 5, 6);
+	id = state_begin(st, STATE_KIND_STREAM, 20, 1, 5, 6, 0xabcdef);
 	assert_int_equal(state_lookup(st, id, &rec), TS_OK);
 	assert_int_equal(rec.resumed_from, 5);
 	assert_int_equal(rec.resume_index, 6);
+	assert_int_equal(rec.key, 0xabcdef);
 	state_end(st, id, STATE_DONE);
 	assert_string_equal(state_status_name(STATE_DONE), "done");
 	state_close(st);
@@ -100,7 +101,7 @@ test_across_processes(void **unused)
 		struct state *c = open_state();
 
 		for (i = 0; i < 50; i++) {
-			uint64_t id = state_begin(c, STATE_KIND_GENERATE, 3, 1, 0, 0);
+			uint64_t id = state_begin(c, STATE_KIND_GENERATE, 3, 1, 0, 0, 0);
 
 			state_add_generated(c, id, 3);
 			state_end(c, id, STATE_DONE);
@@ -109,7 +110,7 @@ test_across_processes(void **unused)
 		_exit(0);
 	}
 	for (i = 0; i < 50; i++) {
-		uint64_t id = state_begin(st, STATE_KIND_STREAM, 2, 1, 0, 0);
+		uint64_t id = state_begin(st, STATE_KIND_STREAM, 2, 1, 0, 0, 0);
 
 		state_add_generated(st, id, 2);
 		state_end(st, id, STATE_DONE);
@@ -133,7 +134,7 @@ writer(void *p)
 	int i;
 
 	for (i = 0; i < 200; i++) {
-		a->ids[i] = state_begin(a->st, STATE_KIND_STREAM, 10, 1, 0, 0);
+		a->ids[i] = state_begin(a->st, STATE_KIND_STREAM, 10, 1, 0, 0, 0);
 		state_add_generated(a->st, a->ids[i], (uint64_t)(i % 7));
 		state_end(a->st, a->ids[i], STATE_DONE);
 	}
@@ -172,13 +173,14 @@ test_ring_eviction(void **unused)
 {
 	struct state *st = open_state();
 	struct state_record rec;
-	uint64_t first = state_begin(st, STATE_KIND_STREAM, 1, 1, 0, 0);
+	uint64_t first = state_begin(st, STATE_KIND_STREAM, 1, 1, 0, 0,
+	    0);
 	uint64_t id = 0;
 	unsigned i;
 
 	state_end(st, first, STATE_DONE);
 	for (i = 0; i < STATE_CAPACITY; i++) {
-		id = state_begin(st, STATE_KIND_STREAM, 1, 1, 0, 0);
+		id = state_begin(st, STATE_KIND_STREAM, 1, 1, 0, 0, 0);
 		state_end(st, id, STATE_DONE);
 	}
 	assert_int_equal(state_lookup(st, first, &rec), TS_EINVAL);
@@ -218,7 +220,7 @@ test_owner_gone(void **unused)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct state *c = open_state();
-		uint64_t id = state_begin(c, STATE_KIND_STREAM, 50, 1, 0, 0);
+		uint64_t id = state_begin(c, STATE_KIND_STREAM, 50, 1, 0, 0, 0);
 
 		state_add_generated(c, id, 3);
 		_exit(0);       /* no state_end: as if killed */
