@@ -106,9 +106,11 @@ parse_uint(const char *s, size_t len, long max, long *out)
 	size_t i = 0;
 
 	if (len > 0 && s[0] == '-') {
-		if (len > 1 && strspn(s + 1, "0123456789") >= len - 1)
-			return -2;
-		return -1;
+		/* "-<digits>" is negative; anything else is not a number.
+		 * (s, len) is not NUL-terminated: no str* functions here. */
+		for (i = 1; i < len && s[i] >= '0' && s[i] <= '9'; i++)
+			;
+		return len > 1 && i == len ? -2 : -1;
 	}
 	if (len == 0)
 		return -1;

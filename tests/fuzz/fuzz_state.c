@@ -1,0 +1,294 @@
+/*
+ * fuzz_state.c - the state-file reader (src/state.h) on a file whose bytes
+ * are the input: what a reader must survive after a crash mid-write, a
+ * stray writer, or a file of another version.
+ *
+ * One state file per process, in a temporary directory under /dev/shm
+ * (tmpfs: state_open's msync costs nothing there; else $TMPDIR or /tmp),
+ * removed at exit. It is created by state_open, then given 60 streams
+ * written by the documented format (README "The state file"); that image
+ * is the baseline every input starts from. Then the input is written over
+ * it, keeping the file's size:
+ *   - first byte even (e.g. 'T' of "TOKSTAT1"): the whole input from
+ *     offset 0, header included;
+ *   - first byte odd: the input after that byte over the records only
+ *     (offset 128), so the header stays valid.
+ * Then state_open again, state_lookup of ids 0..50, of ids around the
+ * capacity, of huge ids, of next_id and of the ids the first records hold.
+ *
+ * Properties, each checked with abort():
+ *  - state_open succeeds, or fails with a non-empty message;
+ *  - a file with a valid header is not modified by state_open; any other
+ *    is re-initialised to exactly a fresh file (header, next_id 1, zeros);
+ *  - state_lookup returns TS_OK or TS_EINVAL, and TS_OK exactly when the
+ *    record's raw id is the id asked for (id 0: next_id - 1) and its raw
+ *    status word is 1..4; then every field is the file's, the status is in
+ *    range, and owner_gone is set only for a running record, never for
+ *    this process's own pid, always for a pid above Linux's pid_max limit;
+ *  - the totals are the header's.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "state.h"
+
+#define HDR_SIZE 128u
+#define REC_SIZE 128u
+#define FILE_SIZE (HDR_SIZE + (size_t)STATE_CAPACITY * REC_SIZE)
+#define PID_MAX_LIMIT 4194304   /* Linux's largest possible pid_max */
+#define DEAD_PID 0x7ffffff0u    /* above it: no such process */
+
+/* Header offsets and record field offsets (README "The state file"). */
+enum {
+	H_VERSION = 8, H_RECORD_SIZE = 12, H_CAPACITY = 16, H_NEXT_ID = 24,
+	H_TOTAL_GENERATED = 32, H_TOTAL_STREAMS = 40
+};
+enum {
+	R_ID = 0, R_REQUESTED = 8, R_GENERATED = 16, R_STATUS = 24,
+	R_PID = 32, R_PROMPT_TOKENS = 40, R_STARTED = 48, R_ENDED = 56,
+	R_KIND = 64, R_RESUMED_FROM = 72, R_RESUME_INDEX = 80, R_KEY = 88
+};
+
+static struct {
+	int ready;
+	char dir[256];
+	char path[300];
+	int fd;
+	unsigned char *map;     /* the file, MAP_SHARED */
+	unsigned char *fresh;   /* the file as state_open initialises it */
+	unsigned char *base;    /* fresh + 60 streams */
+	unsigned char *image;   /* the file as the input left it */
+} g;
+
+static uint64_t
+rd64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static uint32_t
+rd32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void
+wr64(unsigned char *p, uint64_t v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+static int
+header_valid(const unsigned char *f)
+{
+	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 1 &&
+	    rd32(f + H_RECORD_SIZE) == REC_SIZE &&
+	    rd32(f + H_CAPACITY) == STATE_CAPACITY;
+}
+
+static void
+cleanup(void)
+{
+	if (!g.ready)
+		return;
+	munmap(g.map, FILE_SIZE);
+	close(g.fd);
+	unlink(g.path);
+	rmdir(g.dir);
+	free(g.fresh);
+	free(g.base);
+	free(g.image);
+	g.ready = 0;
+}
+
+/* Creates the directory, the file and the baseline image (once). */
+static void
+setup(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct state *st = NULL;
+	char errbuf[512];
+	struct stat sb;
+	uint64_t k, total = 0;
+
+	if (access("/dev/shm", W_OK) == 0)
+		tmp = "/dev/shm";
+	else if (tmp == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	snprintf(g.dir, sizeof(g.dir), "%s/tokstream-fuzz-state.XXXXXX",
+	    tmp);
+	FUZZ_CHECK(mkdtemp(g.dir) != NULL);
+	snprintf(g.path, sizeof(g.path), "%s/%s", g.dir, STATE_FILE_NAME);
+	if (state_open(&st, g.dir, errbuf, sizeof(errbuf)) != TS_OK) {
+		fprintf(stderr, "fuzz_state: %s\n", errbuf);
+		abort();
+	}
+	state_close(st);
+	g.fd = open(g.path, O_RDWR | O_CLOEXEC);
+	FUZZ_CHECK(g.fd >= 0 && fstat(g.fd, &sb) == 0);
+	FUZZ_CHECK((size_t)sb.st_size == FILE_SIZE);
+	g.map = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    g.fd, 0);
+	FUZZ_CHECK(g.map != MAP_FAILED);
+	g.fresh = malloc(FILE_SIZE);
+	g.base = malloc(FILE_SIZE);
+	g.image = malloc(FILE_SIZE);
+	FUZZ_CHECK(g.fresh != NULL && g.base != NULL && g.image != NULL);
+	memcpy(g.fresh, g.map, FILE_SIZE);
+	FUZZ_CHECK(header_valid(g.fresh) && rd64(g.fresh + H_NEXT_ID) == 1);
+
+	/* Streams 1..60, every status, live and dead owners. */
+	memcpy(g.base, g.fresh, FILE_SIZE);
+	for (k = 1; k <= 60; k++) {
+		unsigned char *r = g.base + HDR_SIZE + (k - 1) * REC_SIZE;
+		uint64_t status = 1 + k % 4;
+
+		wr64(r + R_ID, k);
+		wr64(r + R_REQUESTED, 10 + k);
+		wr64(r + R_GENERATED, k % 11);
+		wr64(r + R_STATUS, status);
+		wr64(r + R_PID, k % 2 ? DEAD_PID : (uint64_t)getpid());
+		wr64(r + R_PROMPT_TOKENS, k * 3);
+		wr64(r + R_STARTED, 1700000000000u + k);
+		wr64(r + R_ENDED, status == STATE_RUNNING ? 0 :
+		    1700000000100u + k);
+		wr64(r + R_KIND, 1 + k % 2);
+		wr64(r + R_RESUMED_FROM, k > 1 && k % 5 == 0 ? k - 1 : 0);
+		wr64(r + R_RESUME_INDEX, k % 5 == 0 ? k : 0);
+		wr64(r + R_KEY, fuzz_hash(FUZZ_HASH_INIT, &k, sizeof(k)));
+		total += k % 11;
+	}
+	wr64(g.base + H_NEXT_ID, 61);
+	wr64(g.base + H_TOTAL_GENERATED, total);
+	wr64(g.base + H_TOTAL_STREAMS, 60);
+	g.ready = 1;
+	atexit(cleanup);
+}
+
+/* state_lookup(id) against the raw bytes of the file. */
+static void
+check_lookup(struct state *st, uint64_t id)
+{
+	struct state_record rec;
+	const unsigned char *r;
+	uint64_t want = id, raw_status;
+	enum ts_err rc;
+	int consistent;
+
+	memset(&rec, 0x5a, sizeof(rec));
+	rc = state_lookup(st, id, &rec);
+	FUZZ_CHECK(rc == TS_OK || rc == TS_EINVAL);
+	if (id == 0) {
+		uint64_t next = rd64(g.map + H_NEXT_ID);
+
+		if (next <= 1) {
+			FUZZ_CHECK(rc == TS_EINVAL);
+			return;
+		}
+		want = next - 1;
+	}
+	r = g.map + HDR_SIZE + ((want - 1) % STATE_CAPACITY) * REC_SIZE;
+	raw_status = rd64(r + R_STATUS);
+	consistent = want != 0 && rd64(r + R_ID) == want &&
+	    raw_status >= STATE_RUNNING && raw_status <= STATE_ERROR;
+	if (rc != TS_OK) {
+		FUZZ_CHECK(!consistent);
+		return;
+	}
+	FUZZ_CHECK(consistent);
+	FUZZ_CHECK(rec.id == want);
+	FUZZ_CHECK(rec.status >= STATE_RUNNING && rec.status <= STATE_ERROR);
+	FUZZ_CHECK((uint64_t)rec.status == raw_status);
+	FUZZ_CHECK(rec.requested == rd64(r + R_REQUESTED));
+	FUZZ_CHECK(rec.generated == rd64(r + R_GENERATED));
+	FUZZ_CHECK(rec.pid == rd64(r + R_PID));
+	FUZZ_CHECK(rec.prompt_tokens == rd64(r + R_PROMPT_TOKENS));
+	FUZZ_CHECK(rec.started_ms == rd64(r + R_STARTED));
+	FUZZ_CHECK(rec.ended_ms == rd64(r + R_ENDED));
+	FUZZ_CHECK(rec.kind == (enum state_kind)rd64(r + R_KIND));
+	FUZZ_CHECK(rec.resumed_from == rd64(r + R_RESUMED_FROM));
+	FUZZ_CHECK(rec.resume_index == rd64(r + R_RESUME_INDEX));
+	FUZZ_CHECK(rec.key == rd64(r + R_KEY));
+	FUZZ_CHECK(rec.owner_gone == 0 || rec.owner_gone == 1);
+	if (rec.status != STATE_RUNNING || rec.pid == (uint64_t)getpid())
+		FUZZ_CHECK(rec.owner_gone == 0);
+	else if (rec.pid > PID_MAX_LIMIT && rec.pid <= 0x7fffffffu)
+		FUZZ_CHECK(rec.owner_gone == 1);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const uint64_t far_ids[] = {
+		STATE_CAPACITY - 1, STATE_CAPACITY, STATE_CAPACITY + 1,
+		STATE_CAPACITY + 60, 2 * STATE_CAPACITY, (uint64_t)1 << 32,
+		((uint64_t)1 << 32) + 1, UINT64_MAX / 2, UINT64_MAX - 1,
+		UINT64_MAX
+	};
+	struct state *st = NULL;
+	char errbuf[512];
+	size_t off = 0, n = size, i;
+	const uint8_t *src = data;
+	uint64_t next;
+	int valid;
+	enum ts_err rc;
+
+	if (!g.ready)
+		setup();
+	memcpy(g.map, g.base, FILE_SIZE);
+	if (size > 0 && (data[0] & 1)) {
+		off = HDR_SIZE;
+		src = data + 1;
+		n = size - 1;
+	}
+	if (n > FILE_SIZE - off)
+		n = FILE_SIZE - off;
+	if (n > 0)
+		memcpy(g.map + off, src, n);
+	memcpy(g.image, g.map, FILE_SIZE);
+	valid = header_valid(g.image);
+
+	memset(errbuf, 'x', sizeof(errbuf));
+	rc = state_open(&st, g.dir, errbuf, sizeof(errbuf));
+	if (rc != TS_OK) {
+		FUZZ_CHECK(st == NULL);
+		FUZZ_CHECK(memchr(errbuf, '\0', sizeof(errbuf)) != NULL);
+		FUZZ_CHECK(errbuf[0] != '\0');
+		return 0;
+	}
+	FUZZ_CHECK(st != NULL);
+	if (valid)
+		FUZZ_CHECK(memcmp(g.map, g.image, FILE_SIZE) == 0);
+	else
+		FUZZ_CHECK(memcmp(g.map, g.fresh, FILE_SIZE) == 0);
+
+	for (i = 0; i <= 50; i++)
+		check_lookup(st, i);
+	for (i = 0; i < sizeof(far_ids) / sizeof(far_ids[0]); i++)
+		check_lookup(st, far_ids[i]);
+	next = rd64(g.map + H_NEXT_ID);
+	check_lookup(st, next);
+	check_lookup(st, next - 1);
+	check_lookup(st, next + 1);
+	for (i = 0; i < 8; i++)
+		check_lookup(st, rd64(g.map + HDR_SIZE + i * REC_SIZE + R_ID));
+
+	FUZZ_CHECK(state_total_generated(st) ==
+	    rd64(g.map + H_TOTAL_GENERATED));
+	FUZZ_CHECK(state_total_streams(st) == rd64(g.map + H_TOTAL_STREAMS));
+	state_close(st);
+	return 0;
+}
