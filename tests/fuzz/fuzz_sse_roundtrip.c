@@ -11,8 +11,8 @@
  *    gives exactly one "message" event with that id whose data is the JSON
  *    object {"token": <exactly the input bytes>}; if it is not UTF-8,
  *    sse_encode_token returns TS_EINVAL and appends nothing;
- *  - a buffer limit too small for the event gives TS_ELIMIT and leaves
- *    the buffer as it was;
+ *  - for every encoder, a buffer limit too small for what it appends
+ *    gives TS_ELIMIT and leaves the buffer as it was;
  *  - data: sse_encode_data(input), any bytes, parses back to one event
  *    whose data is the input with CRLF and CR turned into LF;
  *  - id: sse_encode_id(input) refuses CR, LF and NUL with TS_EINVAL and
@@ -147,13 +147,32 @@ normalise_eol(const char *in, size_t len, char *out)
 	return n;
 }
 
+typedef enum ts_err (*encode_fn)(struct ts_buf *, const char *, size_t);
+
+/*
+ * With room for less than the `need` bytes the encoder appends, it must
+ * return TS_ELIMIT and leave the buffer as it was (sse.h).
+ */
+static void
+check_too_small(encode_fn encode, const char *in, size_t len, size_t need,
+    uint64_t h)
+{
+	struct ts_buf b;
+
+	ts_buf_init(&b, 1 + (size_t)h % need);
+	FUZZ_CHECK(ts_buf_append(&b, "x", 1) == TS_OK);
+	FUZZ_CHECK(encode(&b, in, len) == TS_ELIMIT);
+	FUZZ_CHECK(b.len == 1 && b.p[0] == 'x');
+	ts_buf_free(&b);
+}
+
 /* The token event: id + data round trip, and the limit behaviour. */
 static void
 check_token(const char *tok, size_t len, uint64_t h)
 {
 	struct resume_id rid;
 	char idbuf[RESUME_ID_MAX + 1];
-	size_t idlen, cut, want_len;
+	size_t idlen, cut;
 	struct ts_buf b;
 	struct seen s;
 	json_t *str, *root, *t;
@@ -202,13 +221,8 @@ check_token(const char *tok, size_t len, uint64_t h)
 	json_decref(root);
 	seen_free(&s);
 
-	/* Too small a limit: TS_ELIMIT and the buffer untouched. */
-	want_len = b.len - (idlen + 5);
-	ts_buf_free(&b);
-	ts_buf_init(&b, 1 + (size_t)(h >> 23) % want_len);
-	FUZZ_CHECK(ts_buf_append(&b, "x", 1) == TS_OK);
-	FUZZ_CHECK(sse_encode_token(&b, tok, len) == TS_ELIMIT);
-	FUZZ_CHECK(b.len == 1 && b.p[0] == 'x');
+	check_too_small(sse_encode_token, tok, len, b.len - (idlen + 5),
+	    h >> 23);
 	ts_buf_free(&b);
 }
 
@@ -238,6 +252,7 @@ check_data(const char *in, size_t len, uint64_t h)
 	FUZZ_CHECK(s.data_len == want_len);
 	FUZZ_CHECK(want_len == 0 || memcmp(s.data, want, want_len) == 0);
 	seen_free(&s);
+	check_too_small(sse_encode_data, in, len, b.len, h >> 29);
 	ts_buf_free(&b);
 	free(want);
 }
@@ -258,6 +273,8 @@ check_id_and_comment(const char *in, size_t len, uint64_t h)
 		FUZZ_CHECK(b.len == 0);
 	} else {
 		FUZZ_CHECK(sse_encode_id(&b, in, len) == TS_OK);
+		FUZZ_CHECK(b.len == len + 5);
+		check_too_small(sse_encode_id, in, len, b.len, h >> 13);
 		FUZZ_CHECK(sse_encode_data(&b, "x", 1) == TS_OK);
 		parse_split(b.p, b.len, (size_t)(h >> 3), &s);
 		FUZZ_CHECK(s.events == 1);
@@ -272,6 +289,8 @@ check_id_and_comment(const char *in, size_t len, uint64_t h)
 		FUZZ_CHECK(b.len == 0);
 	} else {
 		FUZZ_CHECK(sse_encode_comment(&b, in, len) == TS_OK);
+		FUZZ_CHECK(b.len == len + 4);
+		check_too_small(sse_encode_comment, in, len, b.len, h >> 19);
 		parse_split(b.p, b.len, (size_t)(h >> 5), &s);
 		FUZZ_CHECK(s.events == 0 && s.comments == 1);
 		FUZZ_CHECK(s.comment_len == len + 1 && s.comment[0] == ' ');

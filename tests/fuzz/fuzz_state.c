@@ -5,7 +5,8 @@
  *
  * One state file per process, in a temporary directory under /dev/shm
  * (tmpfs: state_open's msync costs nothing there; else $TMPDIR or /tmp),
- * removed at exit. It is created by state_open, then given 60 streams
+ * removed at exit; one left by a run that crashed is removed by the next
+ * run once its pid is gone. It is created by state_open, then given 60 streams
  * written by the documented format (README "The state file"); that image
  * is the baseline every input starts from. Then the input is written over
  * it, keeping the file's size:
@@ -29,8 +30,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -44,6 +47,7 @@
 #define FILE_SIZE (HDR_SIZE + (size_t)STATE_CAPACITY * REC_SIZE)
 #define PID_MAX_LIMIT 4194304   /* Linux's largest possible pid_max */
 #define DEAD_PID 0x7ffffff0u    /* above it: no such process */
+#define DIR_PREFIX "tokstream-fuzz-state."
 
 /* Header offsets and record field offsets (README "The state file"). */
 enum {
@@ -64,7 +68,8 @@ static struct {
 	unsigned char *map;     /* the file, MAP_SHARED */
 	unsigned char *fresh;   /* the file as state_open initialises it */
 	unsigned char *base;    /* fresh + 60 streams */
-	unsigned char *image;   /* the file as the input left it */
+	size_t dirty_off;       /* where the file may differ from base */
+	size_t dirty_len;
 } g;
 
 static uint64_t
@@ -110,8 +115,40 @@ cleanup(void)
 	rmdir(g.dir);
 	free(g.fresh);
 	free(g.base);
-	free(g.image);
 	g.ready = 0;
+}
+
+/*
+ * Removes the directories of earlier runs that died without their atexit
+ * (a crash, a timeout): DIR_PREFIX<pid>.XXXXXX whose pid is gone.
+ */
+static void
+sweep_stale(const char *tmp)
+{
+	DIR *d = opendir(tmp);
+	struct dirent *e;
+	char path[512];
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		const char *p = e->d_name + strlen(DIR_PREFIX);
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, DIR_PREFIX, strlen(DIR_PREFIX)) != 0)
+			continue;
+		pid = strtol(p, &end, 10);
+		if (end == p || *end != '.' || pid <= 0 ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", tmp, e->d_name,
+		    STATE_FILE_NAME);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", tmp, e->d_name);
+		rmdir(path);
+	}
+	closedir(d);
 }
 
 /* Creates the directory, the file and the baseline image (once). */
@@ -128,8 +165,9 @@ setup(void)
 		tmp = "/dev/shm";
 	else if (tmp == NULL || tmp[0] == '\0')
 		tmp = "/tmp";
-	snprintf(g.dir, sizeof(g.dir), "%s/tokstream-fuzz-state.XXXXXX",
-	    tmp);
+	sweep_stale(tmp);
+	snprintf(g.dir, sizeof(g.dir), "%s/" DIR_PREFIX "%ld.XXXXXX", tmp,
+	    (long)getpid());
 	FUZZ_CHECK(mkdtemp(g.dir) != NULL);
 	snprintf(g.path, sizeof(g.path), "%s/%s", g.dir, STATE_FILE_NAME);
 	if (state_open(&st, g.dir, errbuf, sizeof(errbuf)) != TS_OK) {
@@ -145,8 +183,7 @@ setup(void)
 	FUZZ_CHECK(g.map != MAP_FAILED);
 	g.fresh = malloc(FILE_SIZE);
 	g.base = malloc(FILE_SIZE);
-	g.image = malloc(FILE_SIZE);
-	FUZZ_CHECK(g.fresh != NULL && g.base != NULL && g.image != NULL);
+	FUZZ_CHECK(g.fresh != NULL && g.base != NULL);
 	memcpy(g.fresh, g.map, FILE_SIZE);
 	FUZZ_CHECK(header_valid(g.fresh) && rd64(g.fresh + H_NEXT_ID) == 1);
 
@@ -174,6 +211,8 @@ setup(void)
 	wr64(g.base + H_NEXT_ID, 61);
 	wr64(g.base + H_TOTAL_GENERATED, total);
 	wr64(g.base + H_TOTAL_STREAMS, 60);
+	g.dirty_off = 0;
+	g.dirty_len = FILE_SIZE;        /* the file is still `fresh` */
 	g.ready = 1;
 	atexit(cleanup);
 }
@@ -248,7 +287,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!g.ready)
 		setup();
-	memcpy(g.map, g.base, FILE_SIZE);
+	/* Back to the baseline: only what the last input changed. */
+	memcpy(g.map + g.dirty_off, g.base + g.dirty_off, g.dirty_len);
 	if (size > 0 && (data[0] & 1)) {
 		off = HDR_SIZE;
 		src = data + 1;
@@ -258,8 +298,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = FILE_SIZE - off;
 	if (n > 0)
 		memcpy(g.map + off, src, n);
-	memcpy(g.image, g.map, FILE_SIZE);
-	valid = header_valid(g.image);
+	g.dirty_off = off;
+	g.dirty_len = n;
+	valid = header_valid(g.map);
 
 	memset(errbuf, 'x', sizeof(errbuf));
 	rc = state_open(&st, g.dir, errbuf, sizeof(errbuf));
@@ -267,13 +308,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(st == NULL);
 		FUZZ_CHECK(memchr(errbuf, '\0', sizeof(errbuf)) != NULL);
 		FUZZ_CHECK(errbuf[0] != '\0');
+		g.dirty_off = 0;
+		g.dirty_len = FILE_SIZE;
 		return 0;
 	}
 	FUZZ_CHECK(st != NULL);
-	if (valid)
-		FUZZ_CHECK(memcmp(g.map, g.image, FILE_SIZE) == 0);
-	else
+	if (valid) {
+		/* Untouched: the baseline with the input over it. */
+		FUZZ_CHECK(memcmp(g.map, g.base, off) == 0);
+		FUZZ_CHECK(n == 0 || memcmp(g.map + off, src, n) == 0);
+		FUZZ_CHECK(memcmp(g.map + off + n, g.base + off + n,
+		    FILE_SIZE - off - n) == 0);
+	} else {
 		FUZZ_CHECK(memcmp(g.map, g.fresh, FILE_SIZE) == 0);
+		g.dirty_off = 0;
+		g.dirty_len = FILE_SIZE;
+	}
 
 	for (i = 0; i <= 50; i++)
 		check_lookup(st, i);
@@ -283,8 +333,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_lookup(st, next);
 	check_lookup(st, next - 1);
 	check_lookup(st, next + 1);
-	for (i = 0; i < 8; i++)
-		check_lookup(st, rd64(g.map + HDR_SIZE + i * REC_SIZE + R_ID));
+	/* The ids the first records hold (0, "the newest", was done). */
+	for (i = 0; i < 8; i++) {
+		uint64_t id = rd64(g.map + HDR_SIZE + i * REC_SIZE + R_ID);
+
+		if (id != 0)
+			check_lookup(st, id);
+	}
 
 	FUZZ_CHECK(state_total_generated(st) ==
 	    rd64(g.map + H_TOTAL_GENERATED));
