@@ -2,7 +2,7 @@
 # packages tokstream needs, and only those that are missing.
 TOKSTREAM_PACKAGES="gcc make autoconf automake pkg-config libfcgi-dev \
 libjansson-dev libcurl4-openssl-dev libcmocka-dev lighttpd spawn-fcgi bats \
-curl jq"
+curl jq clang libclang-rt-14-dev valgrind"
 
 tokstream_install_deps() {
 	missing=""

@@ -164,11 +164,13 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 {
 	unsigned seen = 0;              /* bit per known parameter */
 	size_t pos = 0, nparams = 0;
-	char *buf = NULL;
+	char *buf = NULL, *nbuf = NULL;
+	int known;
 	enum ts_err rc = TS_EINVAL;
 
 	request_defaults(req);
 	buf = xmalloc(len + 1);
+	nbuf = xmalloc(len + 1);
 	while (pos < len) {
 		const char *pair = qs + pos, *eq;
 		size_t plen, nlen, vlen, bad;
@@ -191,11 +193,9 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 		}
 		eq = memchr(pair, '=', plen);
 		nlen = eq ? (size_t)(eq - pair) : plen;
-		/* Known names are short even fully percent-encoded (3 bytes
-		 * a character); a longer one is unknown. */
-		if (nlen >= sizeof(name))
-			continue;
-		if (http_form_decode(pair, nlen, name, &nlen, &bad) != TS_OK) {
+		/* Every name and value is decoded, known or not, so a
+		 * malformed escape is a 400 wherever it stands. */
+		if (http_form_decode(pair, nlen, nbuf, &nlen, &bad) != TS_OK) {
 			http_error_set(err, 400, ERR_TYPE,
 			    "invalid_percent_encoding",
 			    "malformed percent escape in a parameter name at "
@@ -203,9 +203,14 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 			    "two hex digits", bad);
 			goto out;
 		}
-		name[nlen] = '\0';
-		if (memchr(name, '\0', nlen) != NULL)
-			continue;       /* NUL in a name: no name we know */
+		/* A long name, or one with NUL, is no name we know. */
+		known = nlen < sizeof(name) && memchr(nbuf, '\0', nlen) == NULL;
+		if (known) {
+			memcpy(name, nbuf, nlen);
+			name[nlen] = '\0';
+		} else {
+			strcpy(name, "(unknown)");
+		}
 		{
 			const char *val = eq ? eq + 1 : pair + plen;
 			size_t dlen;
@@ -223,6 +228,8 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 			}
 			vlen = dlen;
 		}
+		if (!known)
+			continue;
 		if (strcmp(name, "last_event_id") == 0) {
 			if (seen & 1u << (N_INT_PARAMS + 1))
 				goto twice;
@@ -277,6 +284,7 @@ twice:
 	rc = TS_OK;
 out:
 	free(buf);
+	free(nbuf);
 	if (rc != TS_OK)
 		http_gen_request_free(req);
 	return rc;

@@ -84,7 +84,8 @@ header_valid(const struct state_header *h)
 	return memcmp(h->magic, STATE_MAGIC, 8) == 0 &&
 	    h->version == STATE_VERSION &&
 	    h->record_size == STATE_RECORD_SIZE &&
-	    h->capacity == STATE_CAPACITY;
+	    h->capacity == STATE_CAPACITY &&
+	    atomic_load(&((struct state_header *)h)->next_id) != 0;
 }
 
 enum ts_err
@@ -240,7 +241,7 @@ enum ts_err
 state_lookup(struct state *st, uint64_t id, struct state_record *out)
 {
 	struct state_rec *r;
-	uint64_t got, status;
+	uint64_t got, status, kind;
 
 	if (id == 0) {
 		id = atomic_load(&st->hdr->next_id);
@@ -248,7 +249,7 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 			return TS_EINVAL;
 		id--;
 		/* The newest id may be claimed but not yet published. */
-		for (int tries = 0; tries < 1000; tries++) {
+		for (int tries = 0; tries < 100; tries++) {
 			r = rec_of(st, id);
 			if (atomic_load_explicit(&r->id,
 			    memory_order_acquire) == id)
@@ -274,8 +275,9 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 	    memory_order_relaxed);
 	out->ended_ms = atomic_load_explicit(&r->ended_ms,
 	    memory_order_relaxed);
-	out->kind = (enum state_kind)atomic_load_explicit(&r->kind,
-	    memory_order_relaxed);
+	kind = atomic_load_explicit(&r->kind, memory_order_relaxed);
+	out->kind = kind <= STATE_KIND_GENERATE ? (enum state_kind)kind :
+	    (enum state_kind)0;
 	out->resumed_from = atomic_load_explicit(&r->resumed_from,
 	    memory_order_relaxed);
 	out->resume_index = atomic_load_explicit(&r->resume_index,
@@ -284,7 +286,10 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)
 		return TS_EINVAL;       /* overwritten while we read */
-	if (out->status < STATE_RUNNING || out->status > STATE_ERROR)
+	/* A damaged word is no record: range-check the whole 64 bits. */
+	if (status < STATE_RUNNING || status > STATE_ERROR ||
+	    (out->kind != STATE_KIND_STREAM &&
+	    out->kind != STATE_KIND_GENERATE))
 		return TS_EINVAL;
 	/* A record left running by a killed process never ends by itself. */
 	out->owner_gone = out->status == STATE_RUNNING &&

@@ -62,7 +62,8 @@ run_file(const char *path)
 	f = fopen(path, "rb");
 	if (f == NULL || fstat(fileno(f), &sb) != 0) {
 		saved = errno;
-		fprintf(stderr, "fuzz-driver: %s: %s\n", path, strerror(saved));
+		fprintf(stderr, "fuzz-driver: %s: %s\n", path,
+		    strerror(saved));
 		if (f != NULL)
 			fclose(f);
 		return -1;

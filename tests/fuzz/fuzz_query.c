@@ -110,8 +110,9 @@ ref_uint(const char *s, size_t len, long max)
 /*
  * The README's rules, left to right, first error wins: empty pairs are
  * skipped; more than 64 pairs is too_many_params; a bad escape in a name
- * or value is invalid_percent_encoding; unknown names are ignored (and so
- * are names with NUL or over NAME_MAX_ENCODED bytes, undecoded); a known
+ * or value is invalid_percent_encoding, known name or not; unknown names
+ * are ignored (and so are names that decode to NUL or to NAME_MAX_ENCODED
+ * bytes or more, after their value is decoded); a known
  * name twice is duplicate_param; numbers are plain decimals within their
  * cap; no prompt is missing_prompt. `scratch` holds the decoded values
  * (2 * len bytes).
@@ -129,8 +130,9 @@ model_run(const char *qs, size_t len, char *scratch, struct model *m)
 	while (pos < len) {
 		const char *pair = qs + pos, *amp, *eq, *val;
 		size_t plen, nlen, vlen;
-		char name[NAME_MAX_ENCODED];
+		char *name = scratch + used;   /* decoded name, then value */
 		long n, v;
+		int known;
 
 		amp = memchr(pair, '&', len - pos);
 		plen = amp ? (size_t)(amp - pair) : len - pos;
@@ -143,15 +145,14 @@ model_run(const char *qs, size_t len, char *scratch, struct model *m)
 		}
 		eq = memchr(pair, '=', plen);
 		nlen = eq ? (size_t)(eq - pair) : plen;
-		if (nlen >= NAME_MAX_ENCODED)
-			continue;
 		n = ref_decode(pair, nlen, name, &bad);
 		if (n < 0) {
 			m->code = "invalid_percent_encoding";
 			return;
 		}
-		if (memchr(name, '\0', (size_t)n) != NULL)
-			continue;
+		known = n < NAME_MAX_ENCODED &&
+		    memchr(name, '\0', (size_t)n) == NULL;
+		used += (size_t)n;
 		val = eq ? eq + 1 : pair + plen;
 		vlen = (size_t)(pair + plen - val);
 		v = ref_decode(val, vlen, scratch + used, &bad);
@@ -159,6 +160,8 @@ model_run(const char *qs, size_t len, char *scratch, struct model *m)
 			m->code = "invalid_percent_encoding";
 			return;
 		}
+		if (!known)
+			continue;
 		if ((size_t)n == 6 && memcmp(name, "prompt", 6) == 0) {
 			if (seen & 16) {
 				m->code = "duplicate_param";
@@ -186,8 +189,8 @@ model_run(const char *qs, size_t len, char *scratch, struct model *m)
 					return;
 				}
 				seen |= 1u << k;
-				m->ints[k] = ref_uint(scratch + used, (size_t)v,
-				    ints[k].max);
+				m->ints[k] = ref_uint(scratch + used,
+				    (size_t)v, ints[k].max);
 				if (m->ints[k] < 0) {
 					m->code = ints[k].code;
 					return;

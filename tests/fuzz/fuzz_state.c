@@ -6,10 +6,10 @@
  * One state file per process, in a temporary directory under /dev/shm
  * (tmpfs: state_open's msync costs nothing there; else $TMPDIR or /tmp),
  * removed at exit; one left by a run that crashed is removed by the next
- * run once its pid is gone. It is created by state_open, then given 60 streams
- * written by the documented format (README "The state file"); that image
- * is the baseline every input starts from. Then the input is written over
- * it, keeping the file's size:
+ * run once its pid is gone. It is created by state_open, then given 60
+ * streams written by the documented format (README "The state file");
+ * that image is the baseline every input starts from. Then the input is
+ * written over it, keeping the file's size:
  *   - first byte even (e.g. 'T' of "TOKSTAT1"): the whole input from
  *     offset 0, header included;
  *   - first byte odd: the input after that byte over the records only
@@ -101,7 +101,8 @@ header_valid(const unsigned char *f)
 {
 	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 1 &&
 	    rd32(f + H_RECORD_SIZE) == REC_SIZE &&
-	    rd32(f + H_CAPACITY) == STATE_CAPACITY;
+	    rd32(f + H_CAPACITY) == STATE_CAPACITY &&
+	    rd64(f + H_NEXT_ID) != 0;
 }
 
 static void
@@ -242,7 +243,9 @@ check_lookup(struct state *st, uint64_t id)
 	r = g.map + HDR_SIZE + ((want - 1) % STATE_CAPACITY) * REC_SIZE;
 	raw_status = rd64(r + R_STATUS);
 	consistent = want != 0 && rd64(r + R_ID) == want &&
-	    raw_status >= STATE_RUNNING && raw_status <= STATE_ERROR;
+	    raw_status >= STATE_RUNNING && raw_status <= STATE_ERROR &&
+	    (rd64(r + R_KIND) == STATE_KIND_STREAM ||
+	    rd64(r + R_KIND) == STATE_KIND_GENERATE);
 	if (rc != TS_OK) {
 		FUZZ_CHECK(!consistent);
 		return;
