@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "fuzz_http.h"
 #include "http.h"
 
 static const struct {
@@ -83,48 +84,6 @@ want_int(json_t *root, int k, long dflt)
 	return (long)json_integer_value(v);
 }
 
-/* True when (s, len) is valid UTF-8 (jansson's own check). */
-static int
-is_utf8(const char *s, size_t len)
-{
-	json_t *j = json_stringn(s, len);
-
-	json_decref(j);
-	return j != NULL;
-}
-
-/* As in fuzz_query.c: the error body loads back and says the same. */
-static void
-check_error_json(const struct http_error *err)
-{
-	struct ts_buf b;
-	json_t *root, *e, *msg;
-	json_error_t jerr;
-	size_t mlen = strlen(err->message);
-
-	ts_buf_init(&b, 4096);
-	FUZZ_CHECK(http_error_json(err, &b) == TS_OK);
-	FUZZ_CHECK(memchr(b.p, '\n', b.len) == NULL);
-	root = json_loadb(b.p, b.len, JSON_REJECT_DUPLICATES, &jerr);
-	FUZZ_CHECK(root != NULL);
-	FUZZ_CHECK(json_object_size(root) == 1);
-	e = json_object_get(root, "error");
-	FUZZ_CHECK(json_is_object(e) && json_object_size(e) == 3);
-	FUZZ_CHECK(strcmp(json_string_value(json_object_get(e, "type")),
-	    err->type) == 0);
-	FUZZ_CHECK(strcmp(json_string_value(json_object_get(e, "code")),
-	    err->code) == 0);
-	msg = json_object_get(e, "message");
-	FUZZ_CHECK(json_is_string(msg));
-	if (is_utf8(err->message, mlen))
-		FUZZ_CHECK(json_string_length(msg) == mlen &&
-		    memcmp(json_string_value(msg), err->message, mlen) == 0);
-	else
-		FUZZ_CHECK(strcmp(json_string_value(msg),
-		    "invalid request") == 0);
-	json_decref(root);
-	ts_buf_free(&b);
-}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -171,7 +130,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(err.message[0] != '\0');
 		FUZZ_CHECK(code != NULL && strcmp(err.code, code) == 0);
 		FUZZ_CHECK(req.prompt == NULL && req.last_event_id == NULL);
-		check_error_json(&err);
+		fuzz_check_error_json(&err);
 	}
 	http_gen_request_free(&req);
 	json_decref(root);

@@ -1,0 +1,22 @@
+/*
+ * fuzz_http.h - checks shared by fuzz_query.c and fuzz_json.c.
+ */
+#ifndef FUZZ_HTTP_H
+#define FUZZ_HTTP_H
+
+#include <stddef.h>
+
+#include "http.h"
+
+/* True when (s, len) is valid UTF-8 (jansson's own check). */
+int fuzz_is_utf8(const char *s, size_t len);
+
+/*
+ * http_error_json must give {"error":{"message","type","code"}} that
+ * jansson loads back: the same type and code, and the message itself
+ * unless it is not UTF-8 (it can quote input; then a generic one).
+ * Aborts on a violation.
+ */
+void fuzz_check_error_json(const struct http_error *err);
+
+#endif /* FUZZ_HTTP_H */
