@@ -927,9 +927,17 @@ main(int argc, char **argv)
 	}
 	if (state_open(&state, opt.state_dir, errbuf, sizeof(errbuf)) !=
 	    TS_OK) {
-		fprintf(stderr, "tokstream-fcgi: %s (set --state-dir)\n",
+		/* A read-only or full disk must not stop the service: count
+		 * in memory, and say so once. */
+		fprintf(stderr, "tokstream-fcgi: %s; counting in this "
+		    "process's memory instead (/_debug/generated sees only "
+		    "its streams; fix the disk or set --state-dir)\n",
 		    errbuf);
-		return 1;
+		if (state_open_memory(&state) != TS_OK) {
+			fprintf(stderr, "tokstream-fcgi: cannot map memory for "
+			    "the counters\n");
+			return 1;
+		}
 	}
 	if (FCGX_Init() != 0) {
 		fprintf(stderr, "tokstream-fcgi: FCGX_Init failed\n");

@@ -132,6 +132,13 @@ state_open(struct state **out, const char *dir, char *errbuf, size_t errlen)
 		    strerror(saved));
 		goto out;
 	}
+	/* Reserve every page now: a store into a mapped page that a full
+	 * file system cannot back is a SIGBUS, not an error code. */
+	if ((saved = posix_fallocate(fd, 0, (off_t)len)) != 0) {
+		snprintf(errbuf, errlen, "cannot reserve %zu bytes for %s: %s",
+		    len, path, strerror(saved));
+		goto out;
+	}
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED) {
 		saved = errno;
@@ -164,13 +171,43 @@ out:
 	return rc;
 }
 
+enum ts_err
+state_open_memory(struct state **out)
+{
+	size_t len = sizeof(struct state_header) +
+	    (size_t)STATE_CAPACITY * STATE_RECORD_SIZE;
+	struct state *st;
+	void *map;
+
+	*out = NULL;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		return TS_ESYS;
+	st = xcalloc(1, sizeof(*st));
+	st->fd = -1;
+	st->map_len = len;
+	st->hdr = map;
+	st->recs = (struct state_rec *)((char *)map +
+	    sizeof(struct state_header));
+	st->pid = (uint64_t)getpid();
+	memcpy(st->hdr->magic, STATE_MAGIC, 8);
+	st->hdr->version = STATE_VERSION;
+	st->hdr->record_size = STATE_RECORD_SIZE;
+	st->hdr->capacity = STATE_CAPACITY;
+	atomic_store(&st->hdr->next_id, 1);
+	*out = st;
+	return TS_OK;
+}
+
 void
 state_close(struct state *st)
 {
 	if (st == NULL)
 		return;
 	munmap(st->hdr, st->map_len);
-	close(st->fd);
+	if (st->fd >= 0)
+		close(st->fd);
 	free(st);
 }
 

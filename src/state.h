@@ -75,6 +75,14 @@ struct state;
 enum ts_err state_open(struct state **out, const char *dir, char *errbuf,
     size_t errlen);
 
+/*
+ * The same counters in this process's memory only, for when the state
+ * file cannot be used (read-only or full file system): the responder keeps
+ * serving, but other processes do not see its streams. TS_ESYS if even
+ * the anonymous mapping fails.
+ */
+enum ts_err state_open_memory(struct state **out);
+
 /* Unmaps and closes; accepts NULL. */
 void state_close(struct state *st);
 

@@ -82,3 +82,14 @@ ctl() {
 		sed 's/^data: //' | jq -j .token > "$BATS_TEST_TMPDIR/joined"
 	"$TOKGEN" --prompt restart -n 60 | cmp - "$BATS_TEST_TMPDIR/joined"
 }
+
+@test "a state directory that cannot be written: the responder still serves and logs it once" {
+	ctl stop
+	TOKSTREAM_FCGI_ARGS="--state-dir /proc/tokstream-no-such-dir" ctl start
+	r=$(curl -sS -d '{"prompt":"ro","max_tokens":3}' "$BASE/generate")
+	[ "$(echo "$r" | jq .usage.completion_tokens)" -eq 3 ]
+	curl -sS -N "$BASE/stream?prompt=ro&max_tokens=2" | grep -c '^data: {"token"' | grep -qx 2
+	[ "$(curl -sS "$BASE/_debug/generated" | jq .total_generated)" -eq 5 ]
+	[ "$(grep -c 'counting in this process' "$RUNDIR/tokstream-fcgi.log")" -eq 1 ]
+	grep -q '/proc/tokstream-no-such-dir' "$RUNDIR/tokstream-fcgi.log"
+}

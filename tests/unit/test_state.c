@@ -233,6 +233,26 @@ test_owner_gone(void **unused)
 	state_close(st);
 }
 
+/* The in-memory fallback counts like the file does. */
+static void
+test_memory_fallback(void **unused)
+{
+	struct state *st;
+	struct state_record rec;
+	uint64_t id;
+
+	assert_int_equal(state_open_memory(&st), TS_OK);
+	id = state_begin(st, STATE_KIND_STREAM, 9, 2, 0, 0, 7);
+	assert_int_equal(id, 1);
+	state_add_generated(st, id, 4);
+	state_end(st, id, STATE_CANCELLED);
+	assert_int_equal(state_lookup(st, 0, &rec), TS_OK);
+	assert_int_equal(rec.generated, 4);
+	assert_int_equal(rec.status, STATE_CANCELLED);
+	assert_int_equal(state_total_generated(st), 4);
+	state_close(st);
+}
+
 static void
 test_open_errors(void **unused)
 {
@@ -260,6 +280,7 @@ main(void)
 		    test_foreign_file_reinitialised, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_gone, setup,
 		    teardown),
+		cmocka_unit_test(test_memory_fallback),
 		cmocka_unit_test(test_open_errors),
 	};
 
