@@ -93,3 +93,13 @@ ctl() {
 	[ "$(grep -c 'counting in this process' "$RUNDIR/tokstream-fcgi.log")" -eq 1 ]
 	grep -q '/proc/tokstream-no-such-dir' "$RUNDIR/tokstream-fcgi.log"
 }
+
+@test "the responder down: lighttpd answers 503 with a JSON error body" {
+	kill "$(head -n 1 "$RUNDIR/tokstream-fcgi.pid")"
+	sleep 0.5
+	run curl -sS -o "$BATS_TEST_TMPDIR/e" -w '%{http_code} %{content_type}' \
+		"$BASE/stream?prompt=a&max_tokens=1"
+	[ "$output" = "503 application/json" ]
+	jq -e '.error.code == "backend_unavailable" and .error.type == "server_error"' \
+		"$BATS_TEST_TMPDIR/e"
+}

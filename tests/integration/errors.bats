@@ -47,6 +47,10 @@ expect_error() {
 	expect_error 400 missing_prompt "$BASE/stream?max_tokens=3"
 }
 
+@test "lighttpd's own errors are JSON too: a POST without Content-Length is 411" {
+	expect_error 411 length_required -X POST -H 'Content-Length:' "$BASE/generate"
+}
+
 @test "empty body is 400 empty_body" {
 	expect_error 400 empty_body -d '' "$BASE/generate"
 }
@@ -81,10 +85,9 @@ expect_error() {
 	expect_error 413 body_too_large --data-binary @"$BATS_TEST_TMPDIR/big" "$BASE/generate"
 }
 
-@test "over 2 MiB lighttpd refuses the body itself, before spooling it" {
-	run curl -sS -o /dev/null -w '%{http_code}' -H 'Content-Length: 5000000000' \
+@test "over 2 MiB lighttpd refuses the body itself, before spooling it, with a JSON 413" {
+	expect_error 413 body_too_large -H 'Content-Length: 5000000000' \
 		-X POST -m 5 "$BASE/generate"
-	[ "$output" = 413 ]
 	[ "$(curl -sS -d '{"prompt":"ok","max_tokens":1}' "$BASE/generate" | jq .usage.completion_tokens)" -eq 1 ]
 }
 
@@ -92,7 +95,7 @@ expect_error() {
 	p=$(head -c 30000 /dev/zero | tr '\0' a)
 	[ "$(curl -sS -N "$BASE/stream?prompt=$p&max_tokens=3" | grep -c '^data: {"token":')" -eq 3 ]
 	p=$(head -c 70000 /dev/zero | tr '\0' a)
-	[ "$(curl -sS -o /dev/null -w '%{http_code}' "$BASE/stream?prompt=$p&max_tokens=3")" = 431 ]
+	expect_error 431 headers_too_large "$BASE/stream?prompt=$p&max_tokens=3"
 }
 
 @test "a /generate that fails after it started carries its X-Request-Id" {
