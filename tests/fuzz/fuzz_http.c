@@ -9,6 +9,13 @@
 #include "fuzz.h"
 #include "fuzz_http.h"
 
+const struct fuzz_int_param fuzz_int_params[4] = {
+	{ "max_tokens", HTTP_MAX_TOKENS_CAP, "invalid_max_tokens" },
+	{ "prefill_ms", HTTP_MAX_PREFILL_MS, "invalid_prefill_ms" },
+	{ "tpot_ms", HTTP_MAX_TPOT_MS, "invalid_tpot_ms" },
+	{ "error_after", HTTP_MAX_TOKENS_CAP, "invalid_error_after" },
+};
+
 /* True when (s, len) is valid UTF-8 (jansson's own check). */
 int
 fuzz_is_utf8(const char *s, size_t len)

@@ -8,6 +8,15 @@
 
 #include "http.h"
 
+/* The integer request parameters and their documented caps and error
+ * codes (README "Request parameters"), as the fuzz models know them. */
+struct fuzz_int_param {
+	const char *name;
+	long max;
+	const char *code;
+};
+extern const struct fuzz_int_param fuzz_int_params[4];
+
 /* True when (s, len) is valid UTF-8 (jansson's own check). */
 int fuzz_is_utf8(const char *s, size_t len);
 

@@ -26,16 +26,6 @@
 #include "fuzz_http.h"
 #include "http.h"
 
-static const struct {
-	const char *name;
-	json_int_t max;
-	const char *code;
-} ints[4] = {
-	{ "max_tokens", HTTP_MAX_TOKENS_CAP, "invalid_max_tokens" },
-	{ "prefill_ms", HTTP_MAX_PREFILL_MS, "invalid_prefill_ms" },
-	{ "tpot_ms", HTTP_MAX_TPOT_MS, "invalid_tpot_ms" },
-	{ "error_after", HTTP_MAX_TOKENS_CAP, "invalid_error_after" },
-};
 
 /*
  * The expected error code for `body`, or NULL when it must be accepted;
@@ -63,12 +53,12 @@ model_code(const char *body, size_t len, json_t **root)
 	if (!json_is_string(v))
 		return "invalid_prompt";
 	for (k = 0; k < 4; k++) {
-		v = json_object_get(*root, ints[k].name);
+		v = json_object_get(*root, fuzz_int_params[k].name);
 		if (v == NULL || json_is_null(v))
 			continue;
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > ints[k].max)
-			return ints[k].code;
+		    json_integer_value(v) > fuzz_int_params[k].max)
+			return fuzz_int_params[k].code;
 	}
 	return NULL;
 }
@@ -77,7 +67,7 @@ model_code(const char *body, size_t len, json_t **root)
 static long
 want_int(json_t *root, int k, long dflt)
 {
-	json_t *v = json_object_get(root, ints[k].name);
+	json_t *v = json_object_get(root, fuzz_int_params[k].name);
 
 	if (v == NULL || json_is_null(v))
 		return dflt;

@@ -78,16 +78,6 @@ struct model {
 	long ints[4];                   /* -1: not given */
 };
 
-static const struct {
-	const char *name;
-	long max;
-	const char *code;
-} ints[4] = {
-	{ "max_tokens", HTTP_MAX_TOKENS_CAP, "invalid_max_tokens" },
-	{ "prefill_ms", HTTP_MAX_PREFILL_MS, "invalid_prefill_ms" },
-	{ "tpot_ms", HTTP_MAX_TPOT_MS, "invalid_tpot_ms" },
-	{ "error_after", HTTP_MAX_TOKENS_CAP, "invalid_error_after" },
-};
 
 /* A plain non-negative decimal no larger than max: the value, or -1. */
 static long
@@ -182,8 +172,8 @@ model_run(const char *qs, size_t len, char *scratch, struct model *m)
 			m->leid_len = (size_t)v;
 		} else {
 			for (k = 0; k < 4; k++) {
-				if (strlen(ints[k].name) != (size_t)n ||
-				    memcmp(name, ints[k].name, (size_t)n) != 0)
+				if (strlen(fuzz_int_params[k].name) != (size_t)n ||
+				    memcmp(name, fuzz_int_params[k].name, (size_t)n) != 0)
 					continue;
 				if (seen & 1u << k) {
 					m->code = "duplicate_param";
@@ -191,9 +181,9 @@ model_run(const char *qs, size_t len, char *scratch, struct model *m)
 				}
 				seen |= 1u << k;
 				m->ints[k] = ref_uint(scratch + used,
-				    (size_t)v, ints[k].max);
+				    (size_t)v, fuzz_int_params[k].max);
 				if (m->ints[k] < 0) {
-					m->code = ints[k].code;
+					m->code = fuzz_int_params[k].code;
 					return;
 				}
 			}
