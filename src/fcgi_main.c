@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,7 +40,7 @@
 
 #define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
 
-#define DEFAULT_THREADS 64
+#define DEFAULT_THREADS 160
 #define MAX_THREADS 4096
 #define DEFAULT_STATE_DIR "/run/tokstream"
 #define SHUTDOWN_GRACE_MS 5000
@@ -52,7 +53,7 @@ struct options {
 	const char *socket_path;     /* NULL: listen on fd 0 (spawn-fcgi) */
 	const char *log_path;        /* NULL: stderr as inherited */
 	int backlog;
-	struct engine_latency lat;
+	struct engine_config engine;  /* latency model, slots, queue */
 	unsigned long retry_ms;      /* SSE retry: sent at stream start */
 	const char *cors_origin;     /* Access-Control-Allow-Origin; "" = off */
 };
@@ -60,6 +61,7 @@ struct options {
 /* Process-wide state, set up once in main and read by every worker. */
 static struct options opt;
 static struct state *state;
+static struct engine *engine;
 static int listen_fd;
 static atomic_int stopping;
 static atomic_int active_requests;
@@ -69,6 +71,7 @@ struct worker {
 	pthread_t thread;
 	FCGX_Request req;
 	struct ts_buf out;
+	int evfd;                /* eventfd: the engine says "news" */
 };
 
 /* One request in flight, the ctx of its engine_io callbacks. */
@@ -77,6 +80,9 @@ struct conn {
 	FCGX_Request *req;
 	int hup;                 /* a write or the socket said: client gone */
 	struct ts_buf text;      /* POST /generate: the answer so far */
+	uint32_t text_tokens;    /* ... and its tokens */
+	uint64_t req_id;         /* X-Request-Id of its generation, 0 none */
+	int head_sent;           /* the response head went out already */
 	struct resume_id eid;    /* /stream: the id of the next event */
 	int cors;                /* add the CORS headers to the head */
 };
@@ -121,6 +127,10 @@ write_head(struct conn *c, int status, const char *ctype, uint64_t id,
 {
 	char head[1024];
 	size_t n = 0;
+
+	if (c->head_sent)
+		return TS_OK;   /* a committed POST /generate: body only */
+	c->head_sent = 1;
 
 #define HEAD_ADD(...) do {						\
 	int k_ = snprintf(head + n, sizeof(head) - n, __VA_ARGS__);	\
@@ -167,10 +177,12 @@ send_error(struct conn *c, const struct http_error *err, const char *extra)
 	send_error_id(c, err, extra, 0);
 }
 
-static void
+/* A complete JSON response; TS_EHUP if the client did not take it. */
+static enum ts_err
 send_json(struct conn *c, int status, json_t *obj, uint64_t id)
 {
-	char *s = json_dumps(obj, JSON_COMPACT);
+	char *s = json_dumps(obj, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	enum ts_err rc;
 
 	json_decref(obj);
 	if (s == NULL) {
@@ -179,61 +191,172 @@ send_json(struct conn *c, int status, json_t *obj, uint64_t id)
 		http_error_set(&err, 500, "server_error", "encode_failed",
 		    "the response could not be encoded");
 		send_error(c, &err, NULL);
-		return;
+		return TS_EINVAL;
 	}
-	if (write_head(c, status, "application/json", id, NULL) == TS_OK) {
+	rc = write_head(c, status, "application/json", id, NULL);
+	if (rc == TS_OK) {
 		size_t n = strlen(s);
 
 		s[n] = '\n';    /* replace the NUL: one line of JSON */
-		conn_write_flush(c, s, n + 1);
+		rc = conn_write_flush(c, s, n + 1);
 	}
 	free(s);
+	return rc;
+}
+
+/* ---- metrics (filled in by the metrics module) ---- */
+static void
+metrics_token_written(int64_t t0, int64_t last_token, int64_t now)
+{
+	(void)t0; (void)last_token; (void)now;
+}
+
+static void
+metrics_rejected(void)
+{
+}
+
+static void
+metrics_request_done(int64_t t0, int64_t now)
+{
+	(void)t0; (void)now;
 }
 
 /*
- * Sleeps until deadline_ns on CLOCK_MONOTONIC while watching the FastCGI
- * connection: lighttpd closes it when its client is gone, which shows as
- * POLLRDHUP/POLLHUP. Only hang-up is polled for, so a pending FastCGI
- * record (the empty FCGI_STDIN that ends a GET) does not wake the loop.
+ * Waits until the sequence has news (its eventfd), the FastCGI connection
+ * hangs up, or deadline_ns (CLOCK_MONOTONIC) passes. lighttpd closes the
+ * connection when its client is gone, which shows as POLLRDHUP/POLLHUP.
+ * Only hang-up is polled for on that socket, so a pending FastCGI record
+ * (the empty FCGI_STDIN that ends a GET) does not wake the loop. Returns
+ * TS_OK (news or time) or TS_EHUP.
  */
 static enum ts_err
-conn_wait_until(void *ctx, int64_t deadline_ns)
+conn_wait(struct conn *c, int64_t deadline_ns)
+{
+	int64_t left = deadline_ns - engine_now_ns();
+	struct timespec ts;
+	struct pollfd pfd[2];
+	uint64_t junk;
+	int n;
+
+	if (c->hup)
+		return TS_EHUP;
+	if (left < 0)
+		left = 0;
+	ts.tv_sec = left / 1000000000;
+	ts.tv_nsec = left % 1000000000;
+	pfd[0].fd = c->req->ipcFd;
+	pfd[0].events = POLLRDHUP;
+	pfd[0].revents = 0;
+	pfd[1].fd = c->w->evfd;
+	pfd[1].events = POLLIN;
+	pfd[1].revents = 0;
+	n = ppoll(pfd, 2, &ts, NULL);
+	if (n < 0 && errno != EINTR)
+		nanosleep(&ts, NULL);   /* cannot watch: just wait */
+	if (n > 0 && (pfd[0].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		c->hup = 1;
+		return TS_EHUP;
+	}
+	if (n > 0 && (pfd[1].revents & POLLIN) &&
+	    read(c->w->evfd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
+		nanosleep(&ts, NULL);
+	return TS_OK;
+}
+
+/* Called by the engine when this request's write has been blocked
+ * --write-stall-ms: shutting the socket down makes the write fail. */
+static void
+conn_on_stall(void *ctx)
 {
 	struct conn *c = ctx;
 
-	for (;;) {
-		int64_t left = deadline_ns - engine_now_ns();
-		struct timespec ts;
-		struct pollfd pfd;
-		int n;
+	shutdown(c->req->ipcFd, SHUT_RDWR);
+}
 
-		if (c->hup)
-			return TS_EHUP;
-		if (left <= 0)
-			return TS_OK;
-		ts.tv_sec = left / 1000000000;
-		ts.tv_nsec = left % 1000000000;
-		pfd.fd = c->req->ipcFd;
-		pfd.events = POLLRDHUP;
-		pfd.revents = 0;
-		n = ppoll(&pfd, 1, &ts, NULL);
-		if (n < 0 && errno != EINTR)
-			nanosleep(&ts, NULL);   /* cannot watch: just wait */
-		if (n > 0 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
-			c->hup = 1;
-			return TS_EHUP;
+/* How a relay writes one kind of response (SSE or the JSON answer). */
+struct relay_ops {
+	/* Delivers token `index` (text borrowed for the call); must flush
+	 * and return TS_EHUP for a failed flush. */
+	enum ts_err (*on_token)(struct conn *c, uint32_t index,
+	    const char *text, size_t len);
+	/* Writes something the client can ignore, so that lighttpd notices
+	 * a client that left; NULL if the response cannot carry it. */
+	enum ts_err (*on_keepalive)(struct conn *c);
+	int tokens_reach_client;   /* on_token writes to the client */
+};
+
+/*
+ * Relays sequence s to the client: writes each token the engine
+ * publishes, keep-alives while silent (queue, prefill), and tells the
+ * engine as soon as the client is gone (a failed write or a hang-up).
+ * Measures TTFT and ITL as written, for /metrics. Returns how the
+ * sequence ended; ENGINE_FINISH_CANCELLED when the client left.
+ */
+static enum engine_finish
+relay(struct conn *c, struct engine_seq *s, const struct engine_request *r,
+    const struct relay_ops *ops)
+{
+	int64_t keepalive_ns = ts_ms_to_ns(opt.engine.lat.keepalive_ms);
+	int64_t last_write = r->t0_ns, last_token = 0;
+	struct engine_view v;
+	uint32_t sent = 0;
+
+	for (;;) {
+		int64_t deadline;
+
+		engine_seq_view(s, &v);
+		while (sent < v.produced) {
+			size_t len;
+			const char *text = engine_token_text(engine,
+			    v.ids[sent], &len);
+			int64_t now = engine_now_ns();
+			enum ts_err rc;
+
+			engine_write_begin(s, now);
+			rc = ops->on_token(c, r->start_index + sent, text,
+			    len);
+			engine_write_end(s);
+			if (rc != TS_OK)
+				goto gone;
+			now = engine_now_ns();
+			sent++;
+			engine_delivered(s, sent);
+			metrics_token_written(r->t0_ns, last_token, now);
+			last_token = now;
+			if (ops->tokens_reach_client)
+				last_write = now;
 		}
-		if (n > 0 && (pfd.revents & POLLNVAL))
-			nanosleep(&ts, NULL);
+		if (v.finish != ENGINE_FINISH_NONE)
+			return v.finish;
+		deadline = INT64_MAX;
+		if (ops->on_keepalive != NULL && keepalive_ns > 0)
+			deadline = last_write + keepalive_ns;
+		if (deadline > engine_now_ns() + 1000000000LL)
+			deadline = engine_now_ns() + 1000000000LL;
+		if (conn_wait(c, deadline) != TS_OK)
+			goto gone;
+		if (ops->on_keepalive != NULL && keepalive_ns > 0 &&
+		    engine_now_ns() >= last_write + keepalive_ns) {
+			engine_write_begin(s, engine_now_ns());
+			if (ops->on_keepalive(c) != TS_OK) {
+				engine_write_end(s);
+				goto gone;
+			}
+			engine_write_end(s);
+			last_write = engine_now_ns();
+		}
 	}
+gone:
+	engine_cancel(engine, s, engine_now_ns());
+	return ENGINE_FINISH_CANCELLED;
 }
 
 static enum ts_err
-stream_on_token(void *ctx, uint32_t index, const char *text, size_t len)
+stream_on_token(struct conn *c, uint32_t index, const char *text,
+    size_t len)
 {
-	struct conn *c = ctx;
 	struct ts_buf *b = &c->w->out;
-
 	char id[RESUME_ID_MAX + 1];
 	size_t idlen;
 
@@ -247,54 +370,96 @@ stream_on_token(void *ctx, uint32_t index, const char *text, size_t len)
 }
 
 static enum ts_err
-stream_on_keepalive(void *ctx)
+stream_on_keepalive(struct conn *c)
 {
-	struct conn *c = ctx;
-
 	return conn_write_flush(c, CONST_STR_LEN(": keep-alive\n\n"));
 }
 
 static enum ts_err
-generate_on_token(void *ctx, uint32_t index, const char *text, size_t len)
+generate_on_token(struct conn *c, uint32_t index, const char *text,
+    size_t len)
 {
-	struct conn *c = ctx;
-
-	return ts_buf_append(&c->text, text, len) == TS_OK ? TS_OK :
-	    TS_ELIMIT;
+	(void)index;
+	if (ts_buf_append(&c->text, text, len) != TS_OK)
+		return TS_ELIMIT;
+	c->text_tokens++;
+	return TS_OK;
 }
 
 /*
- * Fills the engine job shared by /stream and /generate. A resumed stream
- * (start > 0) pays prefill over the prompt plus the tokens already sent,
- * as a real engine recomputes their KV cache.
+ * POST /generate keep-alive. lighttpd notices a client that left only when
+ * it writes to it (NOTES "How a disconnect reaches the responder"), and a
+ * JSON answer writes nothing until it is complete. So an answer that takes
+ * longer than one keep-alive interval commits to 200 (with X-Request-Id)
+ * and then sends a newline per interval: whitespace a JSON parser skips
+ * before the value (RFC 8259 section 2), as S3's CompleteMultipartUpload
+ * does. An error after that point arrives as the {"error":...} body of the
+ * 200 (README "POST /generate"). A 1xx interim response would keep the
+ * status but Python's http.client takes any 1xx but 100 as the final
+ * response, so it is not used.
+ */
+static enum ts_err
+generate_on_keepalive(struct conn *c)
+{
+	if (!c->head_sent && write_head(c, 200, "application/json",
+	    c->req_id, NULL) != TS_OK)
+		return TS_EHUP;
+	return conn_write_flush(c, CONST_STR_LEN("\n"));
+}
+
+static const struct relay_ops stream_ops = {
+	stream_on_token, stream_on_keepalive, 1
+};
+static const struct relay_ops generate_ops = {
+	generate_on_token, generate_on_keepalive, 0
+};
+
+/*
+ * Fills the engine request shared by /stream and /generate. A resumed
+ * stream (start > 0) pays prefill over the prompt plus the tokens already
+ * sent, as a real engine recomputes their KV cache.
  */
 static void
-job_from_request(struct engine_job *job, const struct http_gen_request *r,
-    int64_t t0, uint32_t start)
+request_from(struct engine_request *job, struct conn *c,
+    const struct http_gen_request *r, int64_t t0, uint32_t start)
 {
+	memset(job, 0, sizeof(*job));
 	job->prompt = r->prompt;
 	job->prompt_len = r->prompt_len;
 	job->prompt_tokens = gen_tokenize(r->prompt, r->prompt_len, NULL, 0);
 	job->max_tokens = r->max_tokens;
 	job->start_index = start;
 	job->prefill_ms = r->prefill_ms >= 0 ? (double)r->prefill_ms :
-	    engine_prefill_ms(&opt.lat, job->prompt_tokens + start);
-	job->tpot_ms = r->tpot_ms >= 0 ? (double)r->tpot_ms : opt.lat.tpot_ms;
+	    engine_prefill_ms(&opt.engine.lat, job->prompt_tokens + start);
+	job->tpot_ms = r->tpot_ms >= 0 ? (double)r->tpot_ms : -1.0;
 	job->error_after = r->error_after;
 	job->t0_ns = t0;
-	job->state_id = 0;
+	job->notify_fd = c->w->evfd;
+	job->on_stall = conn_on_stall;
+	job->ctx = c;
 }
 
-static enum state_status
-status_of(enum engine_finish f)
+/*
+ * Queues the request in the engine. On refusal fills *err: 429 when the
+ * waiting queue is full (with Retry-After), 503 when shutting down.
+ */
+static enum ts_err
+submit(struct engine_request *job, struct engine_seq **s,
+    struct http_error *err)
 {
-	switch (f) {
-	case ENGINE_FINISH_LENGTH: return STATE_DONE;
-	case ENGINE_FINISH_CANCELLED: return STATE_CANCELLED;
-	case ENGINE_FINISH_ERROR:
-	case ENGINE_FINISH_SHUTDOWN: break;
+	enum ts_err rc = engine_submit(engine, job, s);
+
+	if (rc == TS_ELIMIT) {
+		metrics_rejected();
+		http_error_set(err, 429, "rate_limit_error", "queue_full",
+		    "all %u slots are busy and %u requests are waiting; "
+		    "retry later", opt.engine.max_num_seqs,
+		    opt.engine.max_waiting);
+	} else if (rc != TS_OK) {
+		http_error_set(err, 503, "server_error", "shutdown",
+		    "the server is shutting down");
 	}
-	return STATE_ERROR;
+	return rc;
 }
 
 /*
@@ -401,13 +566,13 @@ handle_stream(struct conn *c, int64_t t0)
 {
 	struct http_gen_request r;
 	struct http_error err;
-	struct engine_job job;
-	struct engine_result res;
-	struct engine_io io = { c, stream_on_token, stream_on_keepalive,
-	    conn_wait_until };
+	struct engine_request job;
+	struct engine_seq *s = NULL;
+	enum engine_finish fin;
 	const char *qs = param(c->req, "QUERY_STRING");
 	struct ts_buf *b = &c->w->out;
 	char id[RESUME_ID_MAX + 1];
+	uint64_t sid;
 	uint32_t start;
 	uint64_t from;
 	int rc;
@@ -428,39 +593,46 @@ handle_stream(struct conn *c, int64_t t0)
 		write_head(c, 204, NULL, 0, NULL);
 		goto out;
 	}
-	job_from_request(&job, &r, t0, start);
-	job.state_id = state_begin(state, STATE_KIND_STREAM, r.max_tokens,
-	    job.prompt_tokens, from, start, c->eid.key);
-	c->eid.stream = job.state_id;
-	ts_buf_reset(b);
-	sse_encode_retry(b, opt.retry_ms);
-	if (write_head(c, 200, "text/event-stream", job.state_id,
-	    "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") !=
-	    TS_OK || conn_write_flush(c, b->p, b->len) != TS_OK) {
-		state_end(state, job.state_id, STATE_CANCELLED);
+	request_from(&job, c, &r, t0, start);
+	job.kind = STATE_KIND_STREAM;
+	job.resumed_from = from;
+	job.key = c->eid.key;
+	if (submit(&job, &s, &err) != TS_OK) {
+		send_error(c, &err, "Retry-After: 1\r\n");
 		goto out;
 	}
-	engine_run(&job, &opt.lat, &io, state, &stopping, &res);
+	sid = engine_seq_id(s);
+	c->eid.stream = sid;
 	ts_buf_reset(b);
-	if (finish_error(&r, res.finish, &err))
-		sse_encode_error(b, err.message, err.type, err.code);
-	if (res.finish != ENGINE_FINISH_CANCELLED) {
-		/* The "end" id tells a reconnecting client there is nothing
-		 * more. After a shutdown there is: [DONE] goes without an id,
-		 * so EventSource reconnects with the last token's id and the
-		 * restarted server resumes the stream. */
-		if (res.finish != ENGINE_FINISH_SHUTDOWN) {
-			c->eid.index = RESUME_INDEX_END;
-			sse_encode_id(b, id, resume_id_format(id, sizeof(id),
-			    &c->eid));
-		}
-		sse_encode_done(b);
-		if (conn_write_flush(c, b->p, b->len) != TS_OK &&
-		    res.finish == ENGINE_FINISH_LENGTH)
-			res.finish = ENGINE_FINISH_CANCELLED;
+	sse_encode_retry(b, opt.retry_ms);
+	if (write_head(c, 200, "text/event-stream", sid,
+	    "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") !=
+	    TS_OK || conn_write_flush(c, b->p, b->len) != TS_OK) {
+		engine_cancel(engine, s, engine_now_ns());
+		goto out;
 	}
-	state_end(state, job.state_id, status_of(res.finish));
+	fin = relay(c, s, &job, &stream_ops);
+	if (fin == ENGINE_FINISH_CANCELLED)
+		goto out;
+	ts_buf_reset(b);
+	if (finish_error(&r, fin, &err))
+		sse_encode_error(b, err.message, err.type, err.code);
+	/* The "end" id tells a reconnecting client there is nothing more.
+	 * After a shutdown there is: [DONE] goes without an id, so
+	 * EventSource reconnects with the last token's id and the restarted
+	 * server resumes the stream. */
+	if (fin != ENGINE_FINISH_SHUTDOWN) {
+		c->eid.index = RESUME_INDEX_END;
+		sse_encode_id(b, id, resume_id_format(id, sizeof(id),
+		    &c->eid));
+	}
+	sse_encode_done(b);
+	if (conn_write_flush(c, b->p, b->len) != TS_OK)
+		engine_cancel(engine, s, engine_now_ns());
+	else
+		metrics_request_done(t0, engine_now_ns());
 out:
+	engine_release(engine, s);
 	http_gen_request_free(&r);
 }
 
@@ -528,9 +700,9 @@ handle_generate(struct conn *c, int64_t t0)
 {
 	struct http_gen_request r = { 0 };
 	struct http_error err;
-	struct engine_job job;
-	struct engine_result res;
-	struct engine_io io = { c, generate_on_token, NULL, conn_wait_until };
+	struct engine_request job;
+	struct engine_seq *s = NULL;
+	enum engine_finish fin;
 	struct ts_buf body;
 	json_t *text, *obj;
 
@@ -543,23 +715,30 @@ handle_generate(struct conn *c, int64_t t0)
 		send_error(c, &err, NULL);
 		goto out;
 	}
-	job_from_request(&job, &r, t0, 0);
-	job.state_id = state_begin(state, STATE_KIND_GENERATE, r.max_tokens,
-	    job.prompt_tokens, 0, 0, 0);
-	engine_run(&job, &opt.lat, &io, state, &stopping, &res);
-	state_end(state, job.state_id, status_of(res.finish));
-	if (res.finish == ENGINE_FINISH_CANCELLED)
+	request_from(&job, c, &r, t0, 0);
+	job.kind = STATE_KIND_GENERATE;
+	if (submit(&job, &s, &err) != TS_OK) {
+		send_error(c, &err, "Retry-After: 1\r\n");
+		goto out;
+	}
+	c->req_id = engine_seq_id(s);
+	fin = relay(c, s, &job, &generate_ops);
+	if (fin == ENGINE_FINISH_CANCELLED)
 		goto out;   /* nobody to answer */
-	if (finish_error(&r, res.finish, &err)) {
-		send_error_id(c, &err, NULL, job.state_id);
+	if (finish_error(&r, fin, &err)) {
+		send_error_id(c, &err, NULL, engine_seq_id(s));
 		goto out;
 	}
 	text = json_stringn(c->text.p ? c->text.p : "", c->text.len);
 	obj = json_pack("{s:o,s:{s:I,s:I}}", "text", text, "usage",
 	    "prompt_tokens", (json_int_t)job.prompt_tokens,
-	    "completion_tokens", (json_int_t)res.generated);
-	send_json(c, 200, obj, job.state_id);
+	    "completion_tokens", (json_int_t)c->text_tokens);
+	if (send_json(c, 200, obj, engine_seq_id(s)) != TS_OK)
+		engine_cancel(engine, s, engine_now_ns());
+	else
+		metrics_request_done(t0, engine_now_ns());
 out:
+	engine_release(engine, s);
 	http_gen_request_free(&r);
 	ts_buf_free(&body);
 	ts_buf_free(&c->text);
@@ -646,6 +825,49 @@ handle_debug_generated(struct conn *c)
 	} else if (obj != NULL) {
 		json_object_set_new(obj, "resumed_from", json_null());
 	}
+	if (obj != NULL) {
+		static const char *const causes[] = { NULL, "client_gone",
+		    "write_stall", "shutdown" };
+		static const char *const phases[] = { NULL, "waiting",
+		    "prefill", "decode" };
+		const char *reason = NULL;
+		struct engine_stats es;
+
+		/* finish_reason in the OpenAI words; "abort" for a client
+		 * that left, as vLLM reports it. */
+		if (rec.status == STATE_DONE)
+			reason = "length";
+		else if (rec.status == STATE_CANCELLED)
+			reason = "abort";
+		else if (rec.status == STATE_ERROR)
+			reason = "error";
+		json_object_set_new(obj, "finish_reason", reason ?
+		    json_string(reason) : json_null());
+		json_object_set_new(obj, "phase", rec.status ==
+		    STATE_RUNNING && !rec.owner_gone && rec.phase >= 1 &&
+		    rec.phase <= 3 ? json_string(phases[rec.phase]) :
+		    json_null());
+		json_object_set_new(obj, "queue_ms",
+		    json_real((double)rec.queue_us / 1000.0));
+		json_object_set_new(obj, "wasted", json_integer(
+		    (json_int_t)rec.wasted));
+		json_object_set_new(obj, "cancel_cause", rec.cause >= 1 &&
+		    rec.cause <= 3 ? json_string(causes[rec.cause]) :
+		    json_null());
+		/* From the failed write (or hang-up) to the sequence leaving
+		 * the batch: at most one decode step. */
+		json_object_set_new(obj, "cancel_to_leave_ms", rec.cause ==
+		    STATE_CAUSE_CLIENT_GONE || rec.cause ==
+		    STATE_CAUSE_WRITE_STALL ? json_real(
+		    (double)rec.leave_us / 1000.0) : json_null());
+		engine_stats(engine, &es);
+		json_object_set_new(obj, "engine", json_pack(
+		    "{s:I,s:I,s:I,s:I,s:b}", "pid", (json_int_t)getpid(),
+		    "running", (json_int_t)es.running, "waiting",
+		    (json_int_t)es.waiting, "max_num_seqs",
+		    (json_int_t)opt.engine.max_num_seqs, "no_cancel",
+		    opt.engine.no_cancel));
+	}
 	if (obj != NULL && rec.owner_gone)
 		json_object_set_new(obj, "error", json_string(
 		    "the responder process that ran it has exited"));
@@ -728,11 +950,22 @@ worker_main(void *arg)
 
 	if (FCGX_InitRequest(&w->req, listen_fd, 0) != 0)
 		return NULL;
+	w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->evfd < 0) {
+		fprintf(stderr, "tokstream-fcgi: eventfd: %s\n",
+		    strerror(errno));
+		return NULL;
+	}
 	ts_buf_init(&w->out, 1u << 20);
 	while (!atomic_load(&stopping)) {
 		if (FCGX_Accept_r(&w->req) < 0)
 			break;
+		uint64_t junk;
+
 		atomic_fetch_add(&active_requests, 1);
+		if (read(w->evfd, &junk, sizeof(junk)) < 0 &&
+		    errno != EAGAIN)
+			break;
 		handle(w);
 		FCGX_Finish_r(&w->req);
 		atomic_fetch_sub(&active_requests, 1);
@@ -750,7 +983,19 @@ usage(FILE *f)
 "accepts on fd 0) or with --socket.\n"
 "\n"
 "  -t, --threads N              request threads (default %d); each open\n"
-"                               stream holds one\n"
+"                               stream holds one; keep it above\n"
+"                               max-num-seqs + max-waiting\n"
+"      --max-num-seqs N         slots: sequences decoded together (default %d)\n"
+"      --max-waiting N          waiting queue cap; beyond it 429 (default %d)\n"
+"      --load-factor F          step and prefill time factor at max-num-seqs,\n"
+"                               linear from 1 at one sequence (default %.1f)\n"
+"      --jitter-prefill-ms MS   prefill time standard deviation (default 0)\n"
+"      --jitter-tpot-ms MS      decode step standard deviation (default 0)\n"
+"      --seed N                 jitter PRNG seed (default fixed)\n"
+"      --write-stall-ms MS      cancel a stream whose write has been blocked\n"
+"                               this long, 0 = never (default %.0f)\n"
+"      --no-cancel              demo only: keep generating for clients that\n"
+"                               left (the failure mode tokstream avoids)\n"
 "  -d, --state-dir DIR          state file directory (default %s)\n"
 "  -s, --socket PATH            listen on this unix socket, not fd 0\n"
 "  -b, --backlog N              listen backlog with --socket (default 1024)\n"
@@ -767,7 +1012,9 @@ usage(FILE *f)
 "                               /generate, /health (default *; \"\" = none)\n"
 "  -h, --help                   this text\n"
 "  -V, --version                version\n",
-	    DEFAULT_THREADS, DEFAULT_STATE_DIR, ENGINE_DEFAULT_PREFILL_BASE_MS,
+	    DEFAULT_THREADS, ENGINE_DEFAULT_MAX_NUM_SEQS,
+	    ENGINE_DEFAULT_MAX_WAITING, ENGINE_DEFAULT_LOAD_FACTOR,
+	    ENGINE_DEFAULT_WRITE_STALL_MS, DEFAULT_STATE_DIR, ENGINE_DEFAULT_PREFILL_BASE_MS,
 	    ENGINE_DEFAULT_PREFILL_PER_TOKEN_MS, ENGINE_DEFAULT_TPOT_MS,
 	    ENGINE_DEFAULT_KEEPALIVE_MS, DEFAULT_RETRY_MS);
 }
@@ -808,7 +1055,8 @@ parse_int(const char *name, const char *s, int min, int max)
 static void
 parse_options(int argc, char **argv)
 {
-	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS };
+	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS, O_SEQS,
+	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "state-dir", required_argument, NULL, 'd' },
@@ -821,6 +1069,14 @@ parse_options(int argc, char **argv)
 		{ "keepalive-ms", required_argument, NULL, O_KA },
 		{ "retry-ms", required_argument, NULL, O_RETRY },
 		{ "cors-origin", required_argument, NULL, O_CORS },
+		{ "max-num-seqs", required_argument, NULL, O_SEQS },
+		{ "max-waiting", required_argument, NULL, O_WAIT },
+		{ "load-factor", required_argument, NULL, O_LOAD },
+		{ "jitter-prefill-ms", required_argument, NULL, O_JP },
+		{ "jitter-tpot-ms", required_argument, NULL, O_JT },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "write-stall-ms", required_argument, NULL, O_STALL },
+		{ "no-cancel", no_argument, NULL, O_NOCANCEL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -831,7 +1087,7 @@ parse_options(int argc, char **argv)
 	opt.state_dir = DEFAULT_STATE_DIR;
 	opt.socket_path = NULL;
 	opt.backlog = 1024;
-	engine_latency_defaults(&opt.lat);
+	engine_config_defaults(&opt.engine);
 	opt.retry_ms = DEFAULT_RETRY_MS;
 	opt.cors_origin = "*";
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
@@ -848,19 +1104,19 @@ parse_options(int argc, char **argv)
 			opt.backlog = parse_int("backlog", optarg, 1, 65535);
 			break;
 		case O_PB:
-			opt.lat.prefill_base_ms = parse_ms("prefill-base-ms",
+			opt.engine.lat.prefill_base_ms = parse_ms("prefill-base-ms",
 			    optarg, HTTP_MAX_PREFILL_MS);
 			break;
 		case O_PT:
-			opt.lat.prefill_per_token_ms = parse_ms(
+			opt.engine.lat.prefill_per_token_ms = parse_ms(
 			    "prefill-per-token-ms", optarg, 1000);
 			break;
 		case O_TPOT:
-			opt.lat.tpot_ms = parse_ms("tpot-ms", optarg,
+			opt.engine.lat.tpot_ms = parse_ms("tpot-ms", optarg,
 			    HTTP_MAX_TPOT_MS);
 			break;
 		case O_KA:
-			opt.lat.keepalive_ms = parse_ms("keepalive-ms", optarg,
+			opt.engine.lat.keepalive_ms = parse_ms("keepalive-ms", optarg,
 			    600000);
 			break;
 		case O_CORS:
@@ -871,6 +1127,42 @@ parse_options(int argc, char **argv)
 				exit(2);
 			}
 			opt.cors_origin = optarg;
+			break;
+		case O_SEQS:
+			opt.engine.max_num_seqs = (uint32_t)parse_int(
+			    "max-num-seqs", optarg, 1, ENGINE_MAX_SEQS);
+			break;
+		case O_WAIT:
+			opt.engine.max_waiting = (uint32_t)parse_int(
+			    "max-waiting", optarg, 0, 65536);
+			break;
+		case O_LOAD:
+			opt.engine.load_factor_max = parse_ms("load-factor",
+			    optarg, 100);
+			if (opt.engine.load_factor_max < 1) {
+				fprintf(stderr, "tokstream-fcgi: --load-factor "
+				    "must be from 1 to 100\n");
+				exit(2);
+			}
+			break;
+		case O_JP:
+			opt.engine.jitter_prefill_ms = parse_ms(
+			    "jitter-prefill-ms", optarg, 60000);
+			break;
+		case O_JT:
+			opt.engine.jitter_tpot_ms = parse_ms("jitter-tpot-ms",
+			    optarg, 60000);
+			break;
+		case O_SEED:
+			opt.engine.seed = (uint64_t)parse_int("seed", optarg,
+			    0, INT_MAX);
+			break;
+		case O_STALL:
+			opt.engine.write_stall_ms = parse_ms("write-stall-ms",
+			    optarg, 3600000);
+			break;
+		case O_NOCANCEL:
+			opt.engine.no_cancel = 1;
 			break;
 		case O_RETRY:
 			opt.retry_ms = (unsigned long)parse_int("retry-ms",
@@ -960,6 +1252,18 @@ main(int argc, char **argv)
 	/* FCGX_Init installed its own handlers (NOTES "libfcgi traps");
 	 * SIGTERM stays blocked and is taken by sigwait below. */
 	signal(SIGPIPE, SIG_IGN);
+	if (engine_create(&engine, &opt.engine, &engine_backend_sim, state) !=
+	    TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: cannot start the engine\n");
+		return 1;
+	}
+	if ((uint32_t)opt.threads < opt.engine.max_num_seqs +
+	    opt.engine.max_waiting + 4)
+		fprintf(stderr, "tokstream-fcgi: warning: %d threads for %u "
+		    "slots + %u waiting: requests beyond the threads wait "
+		    "unseen in the listen queue instead of getting 429; raise "
+		    "--threads\n", opt.threads, opt.engine.max_num_seqs,
+		    opt.engine.max_waiting);
 
 	workers = xcalloc((size_t)opt.threads, sizeof(*workers));
 	pthread_attr_init(&attr);
@@ -976,15 +1280,19 @@ main(int argc, char **argv)
 		return 1;
 	}
 	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d threads, state %s/%s,"
-	    " TPOT %.1f ms, prefill %.1f ms + %.3f ms/token\n",
+	    " TPOT %.1f ms, prefill %.1f ms + %.3f ms/token, %u slots, "
+	    "%u waiting%s\n",
 	    PACKAGE_VERSION, (long)getpid(), started, opt.state_dir,
-	    STATE_FILE_NAME, opt.lat.tpot_ms, opt.lat.prefill_base_ms,
-	    opt.lat.prefill_per_token_ms);
+	    STATE_FILE_NAME, opt.engine.lat.tpot_ms, opt.engine.lat.prefill_base_ms,
+	    opt.engine.lat.prefill_per_token_ms, opt.engine.max_num_seqs,
+	    opt.engine.max_waiting, opt.engine.no_cancel ?
+	    ", NO CANCELLATION (--no-cancel)" : "");
 
 	/* The main thread only waits for a stop signal. */
 	while (sigwait(&sigs, &sig) != 0 || sig == 0)
 		;
 	atomic_store(&stopping, 1);
+	engine_shutdown(engine);
 	/* Streams in flight end with an error event and [DONE] within one
 	 * wake-up (engine_run polls `stopping`); give them a grace time. */
 	for (i = 0; i < SHUTDOWN_GRACE_MS / 10 &&

@@ -24,7 +24,7 @@
 #endif
 
 #define STATE_MAGIC "TOKSTAT1"
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u
 #define STATE_RECORD_SIZE 128u
 
 typedef _Atomic uint64_t aword;
@@ -54,7 +54,10 @@ struct state_rec {
 	aword resumed_from;
 	aword resume_index;
 	aword key;
-	uint64_t reserved[4];
+	aword wasted;
+	aword queue_us;
+	aword leave_us;
+	aword flags;            /* bits 0-7 cause, 8-15 phase */
 };
 
 _Static_assert(sizeof(struct state_header) == 128, "header is 128 bytes");
@@ -244,6 +247,11 @@ state_begin(struct state *st, enum state_kind kind, uint64_t requested,
 	atomic_store_explicit(&r->resume_index, resume_index,
 	    memory_order_relaxed);
 	atomic_store_explicit(&r->key, key, memory_order_relaxed);
+	atomic_store_explicit(&r->wasted, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->queue_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->leave_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->flags, (uint64_t)STATE_PHASE_WAITING << 8,
+	    memory_order_relaxed);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	atomic_fetch_add_explicit(&st->hdr->total_streams, 1,
 	    memory_order_relaxed);
@@ -263,6 +271,40 @@ state_add_generated(struct state *st, uint64_t id, uint64_t n)
 }
 
 void
+state_set_phase(struct state *st, uint64_t id, enum state_phase phase,
+    uint64_t queue_us)
+{
+	struct state_rec *r = rec_of(st, id);
+	uint64_t f;
+
+	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)
+		return;
+	if (phase == STATE_PHASE_PREFILL)
+		atomic_store_explicit(&r->queue_us, queue_us,
+		    memory_order_relaxed);
+	f = atomic_load_explicit(&r->flags, memory_order_relaxed);
+	atomic_store_explicit(&r->flags, (f & 0xffu) |
+	    ((uint64_t)phase << 8), memory_order_relaxed);
+}
+
+void
+state_set_finish(struct state *st, uint64_t id,
+    const struct state_finish *fin)
+{
+	struct state_rec *r = rec_of(st, id);
+	uint64_t f;
+
+	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)
+		return;
+	atomic_store_explicit(&r->wasted, fin->wasted, memory_order_relaxed);
+	atomic_store_explicit(&r->leave_us, fin->leave_us,
+	    memory_order_relaxed);
+	f = atomic_load_explicit(&r->flags, memory_order_relaxed);
+	atomic_store_explicit(&r->flags, (f & ~(uint64_t)0xffu) |
+	    ((uint64_t)fin->cause & 0xffu), memory_order_relaxed);
+}
+
+void
 state_end(struct state *st, uint64_t id, enum state_status status)
 {
 	struct state_rec *r = rec_of(st, id);
@@ -278,7 +320,7 @@ enum ts_err
 state_lookup(struct state *st, uint64_t id, struct state_record *out)
 {
 	struct state_rec *r;
-	uint64_t got, status, kind;
+	uint64_t got, status, kind, flags;
 
 	if (id == 0) {
 		id = atomic_load(&st->hdr->next_id);
@@ -320,6 +362,14 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 	out->resume_index = atomic_load_explicit(&r->resume_index,
 	    memory_order_relaxed);
 	out->key = atomic_load_explicit(&r->key, memory_order_relaxed);
+	out->wasted = atomic_load_explicit(&r->wasted, memory_order_relaxed);
+	out->queue_us = atomic_load_explicit(&r->queue_us,
+	    memory_order_relaxed);
+	out->leave_us = atomic_load_explicit(&r->leave_us,
+	    memory_order_relaxed);
+	flags = atomic_load_explicit(&r->flags, memory_order_relaxed);
+	out->cause = (enum state_cause)(flags & 0xffu);
+	out->phase = (enum state_phase)((flags >> 8) & 0xffu);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)
 		return TS_EINVAL;       /* overwritten while we read */

@@ -5,7 +5,7 @@
  * path: the file is mmap'd MAP_SHARED and every field is a lock-free C11
  * atomic 64-bit word.
  *
- * File format (version 1, host byte order, documented in README "State
+ * File format (version 2, host byte order, documented in README "State
  * file"): a 128-byte header, then STATE_CAPACITY records of 128 bytes.
  *   header: magic "TOKSTAT1" (8 bytes), version u32, record_size u32,
  *           capacity u32, pad u32, next_id u64, total_generated u64,
@@ -13,7 +13,8 @@
  *   record: id u64 (0 = empty), requested u64, generated u64, status u64,
  *           pid u64, prompt_tokens u64, started_ms u64 (Unix epoch ms),
  *           ended_ms u64, kind u64, resumed_from u64, resume_index u64,
- *           key u64, then zero padding.
+ *           key u64, wasted u64, queue_us u64, leave_us u64, flags u64
+ *           (bits 0-7 cause, 8-15 phase).
  * Stream ids are 1, 2, 3, ... across all processes; id N lives in record
  * (N - 1) % capacity, so the newest `capacity` streams can be looked up.
  *
@@ -45,6 +46,28 @@ enum state_kind {
 	STATE_KIND_GENERATE = 2    /* POST /generate */
 };
 
+/* Where a running sequence is (engine.h). */
+enum state_phase {
+	STATE_PHASE_WAITING = 1,   /* in the waiting queue, no slot yet */
+	STATE_PHASE_PREFILL = 2,   /* holds a slot, prefill running */
+	STATE_PHASE_DECODE = 3     /* in the batch, one token per step */
+};
+
+/* Why a sequence was cancelled. */
+enum state_cause {
+	STATE_CAUSE_NONE = 0,
+	STATE_CAUSE_CLIENT_GONE = 1,  /* a failed write or a hang-up */
+	STATE_CAUSE_WRITE_STALL = 2,  /* the client stopped reading */
+	STATE_CAUSE_SHUTDOWN = 3      /* the server is stopping */
+};
+
+/* What the engine knows when a sequence leaves. */
+struct state_finish {
+	uint64_t wasted;           /* tokens produced no client received */
+	uint64_t leave_us;         /* client gone -> left the batch, us */
+	enum state_cause cause;
+};
+
 /* A consistent copy of one record. */
 struct state_record {
 	uint64_t id;
@@ -60,6 +83,11 @@ struct state_record {
 	uint64_t resume_index;     /* first token index it generated */
 	uint64_t key;              /* resume key of its parameters, 0 if
 				    * none (resume.h) */
+	uint64_t wasted;           /* see struct state_finish */
+	uint64_t queue_us;         /* arrival -> slot (prefill start), us */
+	uint64_t leave_us;
+	enum state_cause cause;
+	enum state_phase phase;
 	int owner_gone;            /* running, but its process is dead */
 };
 
@@ -98,6 +126,15 @@ uint64_t state_begin(struct state *st, enum state_kind kind,
 
 /* Adds n produced tokens to the stream and to total_generated. */
 void state_add_generated(struct state *st, uint64_t id, uint64_t n);
+
+/* Records the sequence's phase; entering prefill also stores the time it
+ * waited for a slot (queue_us, microseconds). */
+void state_set_phase(struct state *st, uint64_t id, enum state_phase phase,
+    uint64_t queue_us);
+
+/* Stores how the sequence left (before state_end publishes it). */
+void state_set_finish(struct state *st, uint64_t id,
+    const struct state_finish *fin);
 
 /* Ends the stream with its final status. */
 void state_end(struct state *st, uint64_t id, enum state_status status);

@@ -57,7 +57,8 @@ enum {
 enum {
 	R_ID = 0, R_REQUESTED = 8, R_GENERATED = 16, R_STATUS = 24,
 	R_PID = 32, R_PROMPT_TOKENS = 40, R_STARTED = 48, R_ENDED = 56,
-	R_KIND = 64, R_RESUMED_FROM = 72, R_RESUME_INDEX = 80, R_KEY = 88
+	R_KIND = 64, R_RESUMED_FROM = 72, R_RESUME_INDEX = 80, R_KEY = 88,
+	R_WASTED = 96, R_QUEUE_US = 104, R_LEAVE_US = 112, R_FLAGS = 120
 };
 
 static struct {
@@ -99,7 +100,7 @@ wr64(unsigned char *p, uint64_t v)
 static int
 header_valid(const unsigned char *f)
 {
-	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 1 &&
+	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 2 &&
 	    rd32(f + H_RECORD_SIZE) == REC_SIZE &&
 	    rd32(f + H_CAPACITY) == STATE_CAPACITY &&
 	    rd64(f + H_NEXT_ID) != 0;
@@ -264,6 +265,11 @@ check_lookup(struct state *st, uint64_t id)
 	FUZZ_CHECK(rec.resumed_from == rd64(r + R_RESUMED_FROM));
 	FUZZ_CHECK(rec.resume_index == rd64(r + R_RESUME_INDEX));
 	FUZZ_CHECK(rec.key == rd64(r + R_KEY));
+	FUZZ_CHECK(rec.wasted == rd64(r + R_WASTED));
+	FUZZ_CHECK(rec.queue_us == rd64(r + R_QUEUE_US));
+	FUZZ_CHECK(rec.leave_us == rd64(r + R_LEAVE_US));
+	FUZZ_CHECK((uint64_t)rec.cause == (rd64(r + R_FLAGS) & 0xffu));
+	FUZZ_CHECK((uint64_t)rec.phase == ((rd64(r + R_FLAGS) >> 8) & 0xffu));
 	FUZZ_CHECK(rec.owner_gone == 0 || rec.owner_gone == 1);
 	if (rec.status != STATE_RUNNING || rec.pid == (uint64_t)getpid())
 		FUZZ_CHECK(rec.owner_gone == 0);
