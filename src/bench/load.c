@@ -123,6 +123,7 @@ struct load_req {
 	double *arrival_ms;     /* token i's arrival, ms since t0 */
 	size_t ntokens, arrival_cap;
 	int done;               /* saw data: [DONE] */
+	double done_ms;         /* its arrival, ms since t0 */
 	int abandoned;          /* we hung up after plan.abandon_after */
 	int error_event;        /* saw an error event */
 	int proto_fail;         /* not tokstream's SSE; msg says why */
@@ -278,6 +279,7 @@ load_on_event(void *ud, const struct sse_event *ev)
 			return TS_EINVAL;
 		}
 		q->done = 1;
+		q->done_ms = q->chunk_ms;
 		return TS_OK;
 	}
 	if (q->done) {
@@ -619,15 +621,17 @@ load_req_classify(struct load_req *q, CURLcode cc, curl_off_t connect_us,
 }
 
 /*
- * Ends a finished transfer: its E2E latency is taken now (the transfer
- * ended during the curl_multi_perform() just before), then it is counted
- * as completed, abandoned (its stream id kept) or failed (the first
- * message of each failure kind kept), and freed.
+ * Ends a finished transfer: counts it as completed, abandoned (its stream
+ * id kept) or failed (the first message of each failure kind kept), and
+ * frees it. A completed request's E2E latency ends at the arrival of
+ * data: [DONE], the end of the stream, time-stamped in the write callback
+ * like the tokens: the time at which the multi handle reports the end
+ * could lag behind it by the other transfers that one
+ * curl_multi_perform() call served.
  */
 static void
 load_req_end(struct load_run *run, struct load_req *q, CURLcode cc)
 {
-	double e2e_ms = load_ms_since(&q->t0);
 	curl_off_t connect_us = 0;
 	enum load_fail kind = LOAD_FAIL_TRANSPORT;
 	const char *msg = NULL;
@@ -639,7 +643,7 @@ load_req_end(struct load_run *run, struct load_req *q, CURLcode cc)
 	switch (load_req_classify(q, cc, connect_us, &kind, &msg)) {
 	case 0:
 		load_acc_completed(&run->acc, q->plan.prompt_tokens,
-		    q->arrival_ms, q->ntokens, e2e_ms);
+		    q->arrival_ms, q->ntokens, q->done_ms);
 		break;
 	case 1:
 		load_acc_abandoned(&run->acc, q->ntokens);

@@ -12,7 +12,8 @@
  *          (E2E - TTFT) / (output_tokens - 1);
  *   ITL    every gap between consecutive token events, pooled over the
  *          requests (n tokens give n - 1 samples);
- *   E2E    request start to the end of the response.
+ *   E2E    request start to the end of the response (tokbench load: the
+ *          arrival of data: [DONE], the end of the stream).
  * Only completed requests (ended with [DONE], no error event) feed them;
  * abandoned and failed requests are counted apart. Percentiles are
  * nearest-rank (stats.h), not numpy's linear interpolation: every reported
