@@ -352,8 +352,10 @@ load_on_header(char *ptr, size_t size, size_t nitems, void *ud)
 		b--;
 	if (b == a || b - a > LOAD_ID_MAX)
 		return n;
+	/* printable ASCII only: an id goes into JSON and onto terminals */
 	for (i = a; i < b; i++)
-		if ((unsigned char)ptr[i] < 0x21 || ptr[i] == 0x7f)
+		if ((unsigned char)ptr[i] < 0x21 ||
+		    (unsigned char)ptr[i] >= 0x7f)
 			return n;
 	memcpy(q->request_id, ptr + a, b - a);
 	q->request_id[b - a] = '\0';
@@ -569,13 +571,19 @@ load_is_connect_failure(CURLcode cc, curl_off_t connect_us)
 	    (cc == CURLE_OPERATION_TIMEDOUT && connect_us == 0);
 }
 
+/* What became of a request (see the top of this file). */
+enum load_fate {
+	LOAD_COMPLETED,
+	LOAD_ABANDONED,
+	LOAD_FAILED
+};
+
 /*
- * Sorts an ended transfer into its fate (see the top of this file) and
- * adds it to the accumulator. *msg gets a description of a failure
- * (borrowed from q or static text). Returns the fate: 0 completed,
- * 1 abandoned, 2 failed (*kind set).
+ * Sorts an ended transfer into its fate. *msg gets a description of a
+ * failure (borrowed from q, libcurl or static text; NULL when there is
+ * none). Returns the fate; for LOAD_FAILED, *kind says which.
  */
-static int
+static enum load_fate
 load_req_classify(struct load_req *q, CURLcode cc, curl_off_t connect_us,
     enum load_fail *kind, const char **msg)
 {
@@ -585,7 +593,7 @@ load_req_classify(struct load_req *q, CURLcode cc, curl_off_t connect_us,
 	*msg = q->msg[0] != '\0' ? q->msg : q->errbuf[0] != '\0' ?
 	    q->errbuf : curl_easy_strerror(cc);
 	if (q->abandoned && cc == CURLE_WRITE_ERROR)
-		return 1;
+		return LOAD_ABANDONED;
 	if (q->proto_fail) {
 		*kind = LOAD_FAIL_PROTOCOL;
 	} else if (q->status == 0) {
@@ -615,9 +623,9 @@ load_req_classify(struct load_req *q, CURLcode cc, curl_off_t connect_us,
 		/* [DONE] came, but the response did not end cleanly */
 		*kind = LOAD_FAIL_TRUNCATED;
 	} else {
-		return 0;
+		return LOAD_COMPLETED;
 	}
-	return 2;
+	return LOAD_FAILED;
 }
 
 /*
@@ -641,11 +649,11 @@ load_req_end(struct load_run *run, struct load_req *q, CURLcode cc)
 		curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
 	curl_easy_getinfo(q->curl, CURLINFO_CONNECT_TIME_T, &connect_us);
 	switch (load_req_classify(q, cc, connect_us, &kind, &msg)) {
-	case 0:
+	case LOAD_COMPLETED:
 		load_acc_completed(&run->acc, q->plan.prompt_tokens,
 		    q->arrival_ms, q->ntokens, q->done_ms);
 		break;
-	case 1:
+	case LOAD_ABANDONED:
 		load_acc_abandoned(&run->acc, q->ntokens);
 		if (q->request_id_len > 0)
 			json_array_append_new(run->abandoned_ids,
@@ -653,17 +661,17 @@ load_req_end(struct load_run *run, struct load_req *q, CURLcode cc)
 		else
 			run->abandoned_no_id++;
 		break;
-	default:
+	case LOAD_FAILED:
 		load_acc_failed(&run->acc, kind);
 		if (run->fail_example[kind] == NULL) {
-			if (q->status == 0)
-				snprintf(buf, sizeof(buf), "%s", msg);
-			else if (msg != NULL)
-				snprintf(buf, sizeof(buf), "HTTP %ld: %s",
-				    q->status, msg);
-			else
+			if (msg == NULL)
 				snprintf(buf, sizeof(buf), "HTTP %ld",
 				    q->status);
+			else if (q->status == 0)
+				snprintf(buf, sizeof(buf), "%s", msg);
+			else
+				snprintf(buf, sizeof(buf), "HTTP %ld: %s",
+				    q->status, msg);
 			run->fail_example[kind] = xstrndup(buf, strlen(buf));
 		}
 		break;
