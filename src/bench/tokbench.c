@@ -46,6 +46,7 @@
 #include <jansson.h>
 
 #include "../ts.h"
+#include "load.h"
 #include "sse_parse.h"
 #include "stats.h"
 
@@ -1774,6 +1775,8 @@ struct tokbench_cmd {
 	int (*run)(struct tokbench_opts *);
 	int need_out;
 	long max_tokens;        /* default --max-tokens */
+	/* a command that parses its own options (load.h); run is NULL */
+	int (*main)(int argc, char **argv);
 };
 
 static const struct tokbench_cmd tokbench_cmds[] = {
@@ -1792,7 +1795,7 @@ static const struct tokbench_cmd tokbench_cmds[] = {
 	    "PATH\n"
 	    "Output: gen: tokgen=PATH bytes=N identical=yes|no "
 	    "[first_difference=N]\n",
-	    tokbench_cmd_gen, 1, TOKBENCH_LAB_TOKENS},
+	    tokbench_cmd_gen, 1, TOKBENCH_LAB_TOKENS, NULL},
 	{"stream", ":hu:p:", tokbench_stream_opts,
 	    "usage: tokbench stream [--url BASE] [--prompt TEXT] "
 	    "[--max-tokens N] [--events]\n"
@@ -1813,7 +1816,7 @@ static const struct tokbench_cmd tokbench_cmds[] = {
 	    "summary,\n"
 	    "                        e2e_ms, throughput_tps, comments\n"
 	    TOKBENCH_USAGE_TIMING,
-	    tokbench_cmd_stream, 0, TOKBENCH_LAB_TOKENS},
+	    tokbench_cmd_stream, 0, TOKBENCH_LAB_TOKENS, NULL},
 	{"ttft", ":ho:u:p:", tokbench_measure_opts,
 	    "usage: tokbench ttft --out DIR [--url BASE] [--prompt TEXT]\n"
 	    "Measures TTFT on one max_tokens=20 stream; writes DIR/ttft.txt "
@@ -1822,7 +1825,7 @@ static const struct tokbench_cmd tokbench_cmds[] = {
 	    "  -o, --out DIR         output directory (created if missing)\n"
 	    TOKBENCH_USAGE_NET
 	    "      --max-tokens N    max_tokens of the request (default 20)\n",
-	    tokbench_cmd_ttft, 1, TOKBENCH_LAB_TOKENS},
+	    tokbench_cmd_ttft, 1, TOKBENCH_LAB_TOKENS, NULL},
 	{"itl", ":ho:u:p:", tokbench_measure_opts,
 	    "usage: tokbench itl --out DIR [--url BASE] [--prompt TEXT]\n"
 	    "Measures ITL on one max_tokens=20 stream; writes DIR/itl.txt as\n"
@@ -1831,7 +1834,7 @@ static const struct tokbench_cmd tokbench_cmds[] = {
 	    "  -o, --out DIR         output directory (created if missing)\n"
 	    TOKBENCH_USAGE_NET
 	    "      --max-tokens N    max_tokens of the request (default 20)\n",
-	    tokbench_cmd_itl, 1, TOKBENCH_LAB_TOKENS},
+	    tokbench_cmd_itl, 1, TOKBENCH_LAB_TOKENS, NULL},
 	{"cancel", ":ho:u:p:", tokbench_cancel_opts,
 	    "usage: tokbench cancel [--out DIR] [--url BASE] [--prompt TEXT]\n"
 	    "Opens /stream with max_tokens=100, reads 5 token events, closes "
@@ -1850,7 +1853,7 @@ static const struct tokbench_cmd tokbench_cmds[] = {
 	    "      --id-only         print only the stream id (with no "
 	    "--out, no file)\n"
 	    TOKBENCH_USAGE_TIMING,
-	    tokbench_cmd_cancel, 0, TOKBENCH_CANCEL_TOKENS},
+	    tokbench_cmd_cancel, 0, TOKBENCH_CANCEL_TOKENS, NULL},
 	{"lab", ":ho:u:p:", tokbench_lab_opts,
 	    "usage: tokbench lab --out DIR [--url BASE] [--prompt TEXT] "
 	    "[--tokgen PATH]\n"
@@ -1862,7 +1865,8 @@ static const struct tokbench_cmd tokbench_cmds[] = {
 	    TOKBENCH_USAGE_NET
 	    "      --tokgen PATH     tokgen program (see tokbench gen "
 	    "--help)\n",
-	    tokbench_cmd_lab, 1, TOKBENCH_LAB_TOKENS},
+	    tokbench_cmd_lab, 1, TOKBENCH_LAB_TOKENS, NULL},
+	{"load", NULL, NULL, NULL, NULL, 0, 0, load_main},
 };
 
 /* Top-level help. */
@@ -1878,6 +1882,10 @@ tokbench_usage(FILE *f)
 	    "  cancel  close a stream early; write DIR/cancel.txt\n"
 	    "  lab     all of the above; write DIR/report.txt and "
 	    "report.json\n"
+	    "  load    many streams at once (closed or open loop): TTFT, "
+	    "TPOT, ITL,\n"
+	    "          E2E latency, throughput, goodput, as vllm bench "
+	    "serve\n"
 	    "Run `tokbench COMMAND --help` for a command's options.\n"
 	    "Exit status: 0 ok, 1 a measurement failed, 2 usage error.\n",
 	    f);
@@ -2074,6 +2082,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "tokbench: unknown command '%s' (see "
 		    "tokbench --help)\n", argv[1]);
 		return 2;
+	}
+	if (cmd->main != NULL) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			tokbench_err("curl_global_init failed");
+			return 1;
+		}
+		ret = cmd->main(argc - 1, argv + 1);
+		fflush(stdout);
+		curl_global_cleanup();
+		return ret;
 	}
 	if ((ret = tokbench_parse(cmd, argc - 1, argv + 1, &o)) >= 0)
 		return ret;

@@ -1,0 +1,263 @@
+/*
+ * load_report.h - the pure part of `tokbench load`: its seeded PRNG, the
+ * per-request plan (lengths, abandonment), the parsers of its command-line
+ * specs, and the report math. No I/O, no clock, no libcurl: everything
+ * here is a function of its arguments, so it is unit-tested on known
+ * samples (tests/unit/test_load_report.c).
+ *
+ * The metrics follow vLLM's `vllm bench serve` (benchmarks/serve.py,
+ * calculate_metrics()), in milliseconds:
+ *   TTFT   request start to the first token event;
+ *   TPOT   per request with more than one output token,
+ *          (E2E - TTFT) / (output_tokens - 1);
+ *   ITL    every gap between consecutive token events, pooled over the
+ *          requests (n tokens give n - 1 samples);
+ *   E2E    request start to the end of the response (tokbench load: the
+ *          arrival of data: [DONE], the end of the stream).
+ * Only completed requests (ended with [DONE], no error event) feed them;
+ * abandoned and failed requests are counted apart. Percentiles are
+ * nearest-rank (stats.h), not numpy's linear interpolation: every reported
+ * percentile is an observed sample.
+ *
+ * A request is "good" (goodput) when each metric that has an SLO is <= it;
+ * as in vLLM, a request with at most one output token counts as TPOT 0
+ * there, and a metric without an SLO is not checked.
+ */
+#ifndef LOAD_REPORT_H
+#define LOAD_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../ts.h"
+#include "stats.h"
+
+/* ---- seeded PRNG: xoshiro256** (Blackman and Vigna, 2018) ----------- */
+
+/* Generator state; seed with load_rng_seed(). */
+struct load_rng {
+	uint64_t s[4];
+};
+
+/*
+ * Fills the state from (seed, stream) with SplitMix64, so one --seed gives
+ * independent sequences for independent uses (stream 1 the arrivals,
+ * stream 2 the request plans). The same pair always gives the same
+ * sequence, on any machine.
+ */
+void load_rng_seed(struct load_rng *r, uint64_t seed, uint64_t stream);
+
+/* Next 64 random bits. */
+uint64_t load_rng_next(struct load_rng *r);
+
+/* Uniform double in [0, 1), 53 random bits. */
+double load_rng_uniform(struct load_rng *r);
+
+/* Uniform integer in [lo, hi] (lo <= hi), unbiased (rejection). */
+long load_rng_range(struct load_rng *r, long lo, long hi);
+
+/*
+ * One exponential inter-arrival time of a Poisson process with `rate`
+ * events per second (> 0), in milliseconds: -ln(1 - U) / rate * 1000.
+ * Mean 1000 / rate ms. Returns 0 for a rate that is not > 0.
+ */
+double load_rng_exp_ms(struct load_rng *r, double rate);
+
+/* ---- command-line specs ---------------------------------------------- */
+
+/* Where a spec failed to parse, after jansson's json_error_t. */
+struct load_perr {
+	int position;           /* 0-based byte offset in the spec */
+	char text[160];         /* what was wrong, one English phrase */
+};
+
+/*
+ * Parses a plain decimal number (digits, optional '.' and digits; no sign,
+ * exponent, spaces, "inf" or "nan") in [lo, hi]. Returns TS_OK, or
+ * TS_EINVAL with *out untouched.
+ */
+enum ts_err load_parse_number(const char *s, double lo, double hi,
+    double *out);
+
+/*
+ * Parses decimal digits only (no sign, no spaces) as an unsigned 64-bit
+ * value. Returns TS_OK, or TS_EINVAL (empty, a non-digit, overflow).
+ */
+enum ts_err load_parse_u64(const char *s, uint64_t *out);
+
+/* A length, fixed (min == max) or uniform over [min, max]. */
+struct load_range {
+	long min, max;
+};
+
+/*
+ * Parses "N" or "MIN:MAX" (decimal integers, MIN <= MAX) with every value
+ * in [lo, hi]. Returns TS_OK, or TS_EINVAL with *err filled; *out is
+ * untouched on error.
+ */
+enum ts_err load_parse_range(const char *s, long lo, long hi,
+    struct load_range *out, struct load_perr *err);
+
+/* Goodput SLOs in ms; a negative value means "no SLO on this metric". */
+struct load_slo {
+	double ttft_ms, tpot_ms, e2el_ms;
+};
+
+/* Sets every SLO of *slo to "none". */
+void load_slo_init(struct load_slo *slo);
+
+/* True when at least one SLO is set. */
+int load_slo_any(const struct load_slo *slo);
+
+/*
+ * Parses a --goodput spec into *slo: one or more "KEY:MS" separated by
+ * spaces or commas, KEY one of ttft, tpot, e2el (vLLM's names), MS a
+ * decimal number > 0 and <= 1e9. A key set by an earlier spec, or twice
+ * in this one, is an error (tokstream never picks one silently). Returns
+ * TS_OK, or TS_EINVAL with *err filled and *slo unchanged.
+ */
+enum ts_err load_parse_goodput(const char *s, struct load_slo *slo,
+    struct load_perr *err);
+
+/* --abandon P:K: the share of requests that hang up after K tokens. */
+struct load_abandon {
+	double fraction;        /* P in [0, 1] */
+	long after_tokens;      /* K >= 1 */
+};
+
+/*
+ * Parses "P:K", P a decimal number in [0, 1], K an integer from 1 to
+ * `max_k`. Returns TS_OK, or TS_EINVAL with *err filled; *out is
+ * untouched on error.
+ */
+enum ts_err load_parse_abandon(const char *s, long max_k,
+    struct load_abandon *out, struct load_perr *err);
+
+/* ---- request plans ---------------------------------------------------- */
+
+/* What one request asks for, drawn before it starts. */
+struct load_plan {
+	long prompt_tokens;
+	long output_tokens;     /* sent as max_tokens */
+	long abandon_after;     /* hang up after this many tokens; 0 never */
+};
+
+/*
+ * Draws the next request's plan from r, always in the same order (prompt
+ * length, output length, abandon choice; a fixed length draws nothing), so
+ * request i gets the same plan for a given seed whatever the timing.
+ */
+void load_plan_next(struct load_rng *r, const struct load_range *prompt,
+    const struct load_range *output, const struct load_abandon *abandon,
+    struct load_plan *out);
+
+/* ---- per-request metrics and the report ------------------------------ */
+
+/*
+ * TPOT of one request in ms: (e2e_ms - ttft_ms) / (output_tokens - 1).
+ * Returns TS_OK, or TS_EINVAL when output_tokens < 2 (undefined).
+ */
+enum ts_err load_tpot_ms(double e2e_ms, double ttft_ms,
+    size_t output_tokens, double *out);
+
+/*
+ * vLLM's goodput test of one completed request: every set SLO is met
+ * (value <= SLO). tpot_ms is ignored unless output_tokens > 1 (it counts
+ * as 0, as in vLLM); a TTFT SLO fails a request without any token.
+ */
+int load_slo_met(const struct load_slo *slo, size_t output_tokens,
+    double ttft_ms, double tpot_ms, double e2el_ms);
+
+/* Why a request failed; LOAD_FAIL_COUNT is the number of kinds. */
+enum load_fail {
+	LOAD_FAIL_HTTP_429,     /* 429 Too Many Requests (queue full) */
+	LOAD_FAIL_HTTP_5XX,     /* 500..599 */
+	LOAD_FAIL_HTTP_OTHER,   /* any other status but 200 */
+	LOAD_FAIL_CONNECT,      /* no connection (refused, resolve, timeout) */
+	LOAD_FAIL_SSE_ERROR,    /* an error event after the 200 */
+	LOAD_FAIL_TRUNCATED,    /* 200, but the response ended before [DONE] */
+	LOAD_FAIL_TIMEOUT,      /* the per-request timeout, once connected */
+	LOAD_FAIL_PROTOCOL,     /* not an SSE stream of tokstream's events */
+	LOAD_FAIL_TRANSPORT,    /* connected, no answer (reset, empty reply) */
+	LOAD_FAIL_COUNT
+};
+
+/* Stable snake_case name of a failure kind ("http_429", ...). */
+const char *load_fail_name(enum load_fail f);
+
+/* One metric over its samples, in ms; n == 0 means no samples. */
+struct load_metric {
+	size_t n;
+	double mean, std;       /* std: population (ddof 0), as numpy.std */
+	double median, p90, p99, min, max;
+};
+
+/*
+ * Fills *out from v[0..n) (any order, not modified): n, mean, population
+ * standard deviation, nearest-rank median (lower middle), p90, p99, min,
+ * max. n == 0 gives a zeroed metric with n = 0. Returns TS_OK, or
+ * TS_EINVAL for a NaN sample.
+ */
+enum ts_err load_metric_compute(const double *v, size_t n,
+    struct load_metric *out);
+
+/* Growable array of samples (ms); the accumulator owns it. */
+struct load_samples {
+	double *v;
+	size_t n, cap;
+};
+
+/*
+ * Everything a run adds up, request by request. Zero it with
+ * load_acc_init(), free it with load_acc_free().
+ */
+struct load_acc {
+	struct load_slo slo;            /* copied at init */
+	size_t completed, abandoned, failed, good;
+	size_t fail[LOAD_FAIL_COUNT];
+	uint64_t prompt_tokens;         /* of completed requests, as planned */
+	uint64_t output_tokens;         /* token events of completed ones */
+	uint64_t abandoned_tokens;      /* token events read by abandoned */
+	struct load_samples ttft, tpot, itl, e2el;
+};
+
+void load_acc_init(struct load_acc *a, const struct load_slo *slo);
+void load_acc_free(struct load_acc *a);
+
+/*
+ * Adds a completed request: arrival_ms[0..ntokens) are its token events'
+ * arrival times and e2e_ms its end, both in ms since its start (arrival
+ * times ascending). Adds its TTFT (when ntokens > 0), TPOT (ntokens > 1),
+ * ntokens - 1 ITL gaps and E2E, and counts it good against the SLOs.
+ * `arrival_ms` is borrowed for the call.
+ */
+void load_acc_completed(struct load_acc *a, long prompt_tokens,
+    const double *arrival_ms, size_t ntokens, double e2e_ms);
+
+/* Counts an abandoned request that had read `ntokens` token events. */
+void load_acc_abandoned(struct load_acc *a, size_t ntokens);
+
+/* Counts a failed request of kind f. */
+void load_acc_failed(struct load_acc *a, enum load_fail f);
+
+/* The numbers of a finished run, from load_report_compute(). */
+struct load_report {
+	double duration_s;
+	size_t completed, abandoned, failed, good;
+	uint64_t prompt_tokens, output_tokens;
+	double request_throughput;      /* completed / duration, req/s */
+	double request_goodput;         /* good / duration, req/s */
+	double output_throughput;       /* output tokens / duration, tok/s */
+	double total_token_throughput;  /* (prompt + output) / duration */
+	struct load_metric ttft, tpot, itl, e2el;
+};
+
+/*
+ * Computes the report of *a over a benchmark of duration_s seconds (the
+ * rates are 0 when duration_s is not > 0). Returns TS_OK, or TS_EINVAL
+ * for a NaN sample.
+ */
+enum ts_err load_report_compute(const struct load_acc *a, double duration_s,
+    struct load_report *out);
+
+#endif /* LOAD_REPORT_H */
