@@ -34,6 +34,7 @@
 #include "engine.h"
 #include "gen.h"
 #include "http.h"
+#include "metrics.h"
 #include "resume.h"
 #include "sse.h"
 #include "state.h"
@@ -62,6 +63,7 @@ struct options {
 static struct options opt;
 static struct state *state;
 static struct engine *engine;
+static struct metrics *metrics;
 static int listen_fd;
 static atomic_int stopping;
 static atomic_int active_requests;
@@ -204,22 +206,68 @@ send_json(struct conn *c, int status, json_t *obj, uint64_t id)
 	return rc;
 }
 
-/* ---- metrics (filled in by the metrics module) ---- */
+/* ---- metrics (src/metrics.h, shared by all responder processes) ---- */
+
+/* A token event was written at `now`: the first one gives TTFT (from the
+ * request's arrival t0), the others ITL (from the previous one). */
 static void
-metrics_token_written(int64_t t0, int64_t last_token, int64_t now)
+note_token_written(int64_t t0, int64_t last_token, int64_t now)
 {
-	(void)t0; (void)last_token; (void)now;
+	if (last_token == 0)
+		metrics_observe(metrics, METRICS_TTFT, now - t0);
+	else
+		metrics_observe(metrics, METRICS_ITL, now - last_token);
+}
+
+/* A request's answer was delivered whole: E2E latency. */
+static void
+note_request_done(int64_t t0, int64_t now)
+{
+	metrics_observe(metrics, METRICS_E2E, now - t0);
 }
 
 static void
-metrics_rejected(void)
+hook_tokens(void *ctx, uint32_t n)
 {
+	(void)ctx;
+	metrics_add(metrics, METRICS_GENERATION_TOKENS, n);
 }
 
 static void
-metrics_request_done(int64_t t0, int64_t now)
+hook_admit(void *ctx, int64_t queue_ns)
 {
-	(void)t0; (void)now;
+	(void)ctx;
+	metrics_observe(metrics, METRICS_QUEUE, queue_ns);
+}
+
+static void
+hook_finish(void *ctx, enum engine_finish f, uint32_t produced,
+    uint32_t wasted)
+{
+	(void)ctx;
+	(void)produced;
+	metrics_add(metrics, METRICS_WASTED_TOKENS, wasted);
+	switch (f) {
+	case ENGINE_FINISH_LENGTH:
+		metrics_finished(metrics, METRICS_LENGTH);
+		break;
+	case ENGINE_FINISH_CANCELLED:
+	case ENGINE_FINISH_SHUTDOWN:
+		metrics_finished(metrics, METRICS_ABORT);
+		break;
+	case ENGINE_FINISH_ERROR:
+	case ENGINE_FINISH_NONE:
+		metrics_finished(metrics, METRICS_ERROR);
+		break;
+	}
+}
+
+static void
+hook_counts(void *ctx, uint32_t running, uint32_t waiting)
+{
+	(void)ctx;
+	metrics_gauge_set(metrics, METRICS_RUNNING, running);
+	metrics_gauge_set(metrics, METRICS_WAITING, waiting);
 }
 
 /*
@@ -322,7 +370,7 @@ relay(struct conn *c, struct engine_seq *s, const struct engine_request *r,
 			now = engine_now_ns();
 			sent++;
 			engine_delivered(s, sent);
-			metrics_token_written(r->t0_ns, last_token, now);
+			note_token_written(r->t0_ns, last_token, now);
 			last_token = now;
 			if (ops->tokens_reach_client)
 				last_write = now;
@@ -449,8 +497,10 @@ submit(struct engine_request *job, struct engine_seq **s,
 {
 	enum ts_err rc = engine_submit(engine, job, s);
 
+	if (rc == TS_OK)
+		metrics_add(metrics, METRICS_PROMPT_TOKENS, job->prompt_tokens);
 	if (rc == TS_ELIMIT) {
-		metrics_rejected();
+		metrics_add(metrics, METRICS_REJECTED_QUEUE_FULL, 1);
 		http_error_set(err, 429, "rate_limit_error", "queue_full",
 		    "all %u slots are busy and %u requests are waiting; "
 		    "retry later", opt.engine.max_num_seqs,
@@ -630,7 +680,7 @@ handle_stream(struct conn *c, int64_t t0)
 	if (conn_write_flush(c, b->p, b->len) != TS_OK)
 		engine_cancel(engine, s, engine_now_ns());
 	else
-		metrics_request_done(t0, engine_now_ns());
+		note_request_done(t0, engine_now_ns());
 out:
 	engine_release(engine, s);
 	http_gen_request_free(&r);
@@ -736,7 +786,7 @@ handle_generate(struct conn *c, int64_t t0)
 	if (send_json(c, 200, obj, engine_seq_id(s)) != TS_OK)
 		engine_cancel(engine, s, engine_now_ns());
 	else
-		metrics_request_done(t0, engine_now_ns());
+		note_request_done(t0, engine_now_ns());
 out:
 	engine_release(engine, s);
 	http_gen_request_free(&r);
@@ -874,6 +924,34 @@ handle_debug_generated(struct conn *c)
 	send_json(c, 200, obj, 0);
 }
 
+/*
+ * GET /metrics: Prometheus text exposition format 0.0.4, over all
+ * responder processes (README "Metrics"). Loopback only, like /_debug.
+ */
+static void
+handle_metrics(struct conn *c)
+{
+	struct http_error err;
+	struct ts_buf b;
+
+	if (!is_loopback(param(c->req, "REMOTE_ADDR"))) {
+		http_error_set(&err, 403, "permission_error", "loopback_only",
+		    "/metrics is reachable only from 127.0.0.1");
+		send_error(c, &err, NULL);
+		return;
+	}
+	ts_buf_init(&b, 1u << 20);
+	if (metrics == NULL || metrics_render(metrics, &b) != TS_OK) {
+		http_error_set(&err, 500, "server_error", "metrics_unavailable",
+		    "the metrics could not be rendered");
+		send_error(c, &err, NULL);
+	} else if (write_head(c, 200, "text/plain; version=0.0.4; "
+	    "charset=utf-8", 0, NULL) == TS_OK) {
+		conn_write_flush(c, b.p, b.len);
+	}
+	ts_buf_free(&b);
+}
+
 /* Routes one request by path and method. */
 static void
 handle(struct worker *w)
@@ -919,6 +997,11 @@ handle(struct worker *w)
 	} else if (PATH_IS("/_debug/generated")) {
 		if (strcmp(method, "GET") == 0)
 			handle_debug_generated(&c);
+		else
+			goto not_allowed_get;
+	} else if (PATH_IS("/metrics")) {
+		if (strcmp(method, "GET") == 0)
+			handle_metrics(&c);
 		else
 			goto not_allowed_get;
 	} else if (PATH_IS("/health")) {
@@ -1231,6 +1314,13 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (metrics_open(&metrics, opt.state_dir, errbuf, sizeof(errbuf)) !=
+	    TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: %s; /metrics counts this "
+		    "process only\n", errbuf);
+		if (metrics_open_memory(&metrics) != TS_OK)
+			metrics = NULL;   /* every metrics_* call is a no-op */
+	}
 	if (FCGX_Init() != 0) {
 		fprintf(stderr, "tokstream-fcgi: FCGX_Init failed\n");
 		return 1;
@@ -1256,6 +1346,12 @@ main(int argc, char **argv)
 	    TS_OK) {
 		fprintf(stderr, "tokstream-fcgi: cannot start the engine\n");
 		return 1;
+	}
+	{
+		struct engine_hooks h = { NULL, hook_tokens, hook_admit,
+		    hook_finish, hook_counts };
+
+		engine_set_hooks(engine, &h);
 	}
 	if ((uint32_t)opt.threads < opt.engine.max_num_seqs +
 	    opt.engine.max_waiting + 4)

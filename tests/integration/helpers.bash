@@ -50,10 +50,10 @@ ts_stop() {
 		>/dev/null 2>&1 || true
 }
 
-# debug_field ID FIELD: one field of /_debug/generated?id=ID
+# debug_field ID FIELD: one top-level field of /_debug/generated?id=ID
+# ("null" prints as empty)
 debug_field() {
-	curl -s "$BASE/_debug/generated?id=$1" |
-		sed -n "s/.*\"$2\": *\"\{0,1\}\([^\",}]*\)\"\{0,1\}.*/\1/p"
+	curl -s "$BASE/_debug/generated?id=$1" | jq -r ".$2 // empty"
 }
 
 # wait_not_running ID: polls until the stream has ended (10 s max).

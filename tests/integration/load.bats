@@ -7,7 +7,9 @@
 load helpers
 
 setup_file() {
-	ts_start --tpot-ms 10 --keepalive-ms 200
+	# room for the 200-stream test: 128 slots + 128 waiting, 300 threads
+	ts_start --tpot-ms 10 --keepalive-ms 200 --max-num-seqs 128 \
+		--max-waiting 128 --threads 300
 }
 
 teardown_file() {
