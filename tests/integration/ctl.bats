@@ -95,6 +95,8 @@ ctl() {
 }
 
 @test "the responder down: lighttpd answers 503 with a JSON error body" {
+	# without its supervisor, which would start it again at once
+	kill "$(cat "$RUNDIR/supervisor.pid")"
 	kill "$(head -n 1 "$RUNDIR/tokstream-fcgi.pid")"
 	sleep 0.5
 	run curl -sS -o "$BATS_TEST_TMPDIR/e" -w '%{http_code} %{content_type}' \
