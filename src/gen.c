@@ -245,6 +245,10 @@ gen_token_text(uint32_t id, size_t *len)
 		*len = 1;
 		return (const char *)&gen_vocab_bytes[id];
 	}
+	if (id == GEN_EOS_ID) {
+		*len = 0;
+		return "";
+	}
 	if (id - GEN_FIRST_TEXT_ID >= gen_vocab_ntext) {
 		*len = 0;
 		return NULL;
@@ -316,7 +320,7 @@ gen_tokenize(const char *prompt, size_t len, uint32_t *ids, size_t cap)
 
 /* The SplitMix64 output mixer (Steele, Lea and Flood, 2014), a bijection
  * on 64-bit words: Stafford's "Mix13" variant of the MurmurHash3 fmix64. */
-static uint64_t
+uint64_t
 gen_mix64(uint64_t z)
 {
 	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -349,16 +353,22 @@ gen_seed(const char *prompt, size_t len)
  * never all zero.
  */
 void
-gen_init(struct gen_stream *g, const char *prompt, size_t len)
+gen_prng_seed(uint64_t s[4], uint64_t seed)
 {
-	uint64_t x = gen_seed(prompt, len);
+	uint64_t x = seed;
 	int i;
 
-	pthread_once(&gen_once, gen_build);
 	for (i = 0; i < 4; i++) {
 		x += UINT64_C(0x9e3779b97f4a7c15);
-		g->s[i] = gen_mix64(x);
+		s[i] = gen_mix64(x);
 	}
+}
+
+void
+gen_init(struct gen_stream *g, const char *prompt, size_t len)
+{
+	pthread_once(&gen_once, gen_build);
+	gen_prng_seed(g->s, gen_seed(prompt, len));
 	g->produced = 0;
 	g->last = 0;
 	g->words = 0;
@@ -374,7 +384,7 @@ gen_rotl(uint64_t x, int k)
 }
 
 /* xoshiro256** 1.0 (Blackman and Vigna, 2018): the next 64-bit output. */
-static uint64_t
+uint64_t
 gen_xoshiro(uint64_t s[4])
 {
 	uint64_t r = gen_rotl(s[1] * 5, 7) * 9;

@@ -26,8 +26,10 @@
 
 /*
  * Vocabulary layout: ids 0..255 are the byte-fallback tokens (one raw byte
- * each, used only by the tokenizer, never generated); ids from
- * GEN_FIRST_TEXT_ID up are text tokens (valid UTF-8, 1..32 bytes).
+ * each, used by the tokenizer; gen_next never generates them, the language
+ * model of gen_lm.h does, to spell characters); ids from
+ * GEN_FIRST_TEXT_ID up are text tokens (valid UTF-8, 1..32 bytes);
+ * GEN_EOS_ID (below) ends a sequence.
  */
 #define GEN_FIRST_TEXT_ID 256u
 #define GEN_TOKEN_MAX_BYTES 32u
@@ -36,9 +38,19 @@
 uint32_t gen_vocab_size(void);
 
 /*
+ * The end-of-sequence token of the language model (gen_lm.h): a special id
+ * above every id a text token can have, so appending text tokens keeps it
+ * (real tokenizers also number their special tokens apart). Its text is
+ * empty, so it is never shown. gen_next and gen_tokenize never produce it,
+ * and gen_vocab_size does not count it.
+ */
+#define GEN_EOS_ID (GEN_FIRST_TEXT_ID + GEN_VOCAB_MAX_TEXT)
+
+/*
  * Text of token `id`: a borrowed pointer into static storage (not
  * NUL-terminated for byte tokens; always valid for the program's life) and
- * its length in bytes in *len. Returns NULL for an id out of range.
+ * its length in bytes in *len. GEN_EOS_ID gives "" and 0. Returns NULL
+ * (and 0) for an id out of range.
  */
 const char *gen_token_text(uint32_t id, size_t *len);
 
@@ -109,5 +121,16 @@ struct gen_vocab_entry {
 extern const unsigned char gen_vocab_bytes[256];  /* byte b is b */
 extern const struct gen_vocab_entry gen_vocab_text[];
 extern const uint32_t gen_vocab_ntext;  /* entries in gen_vocab_text */
+
+/*
+ * Internal to gen.c and gen_lm.c: the PRNG both samplers share.
+ * gen_mix64 is the SplitMix64 output mixer (a bijection on 64-bit words);
+ * gen_prng_seed fills a xoshiro256** state from a 64-bit seed with four
+ * SplitMix64 outputs; gen_xoshiro returns the next 64-bit output of
+ * xoshiro256** 1.0 and advances the state.
+ */
+uint64_t gen_mix64(uint64_t z);
+void gen_prng_seed(uint64_t s[4], uint64_t seed);
+uint64_t gen_xoshiro(uint64_t s[4]);
 
 #endif /* GEN_H */

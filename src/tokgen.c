@@ -7,6 +7,11 @@
  * else: no newline is added at the end, so that `tokgen ... | od -c` shows
  * what a client must reassemble. The other modes write one line per item.
  *
+ * With --lm (or any of its options) the tokens come from the language
+ * model of the OpenAI-compatible endpoints (gen_lm.h) with their sampling
+ * parameters, stop strings and chat template, and text is what the
+ * detokenizer (gen_release.h) releases: the answer those endpoints give.
+ *
  * Exit status: 0 done, 1 a file could not be read or output not written,
  * 2 bad arguments (one line on stderr says which).
  */
@@ -20,12 +25,16 @@
 #include <jansson.h>
 
 #include "gen.h"
+#include "gen_chat.h"
+#include "gen_lm.h"
+#include "gen_release.h"
 #include "ts.h"
 
 #define TOKGEN_DEFAULT_N 16ul
 #define TOKGEN_MAX_N 1000000ul
 #define TOKGEN_PROMPT_MAX (64ul * 1024 * 1024)  /* bytes of --prompt-file */
 #define TOKGEN_READ_CHUNK (64ul * 1024)
+#define TOKGEN_CHAT_MAX (2 * TOKGEN_PROMPT_MAX)  /* bytes of a --chat prompt */
 
 #define TOKGEN_EXIT_FAIL 1
 #define TOKGEN_EXIT_USAGE 2
@@ -43,6 +52,14 @@ struct tokgen_opts {
 	unsigned long n;           /* tokens to generate */
 	enum tokgen_mode mode;
 	int help;
+	/* The language model (--lm and the options that imply it): */
+	int lm;
+	struct gen_params params;
+	const char *stops[GEN_STOP_MAX];        /* --stop, from argv */
+	size_t nstops;
+	int chat;                  /* the prompt is a user message */
+	const char *system;        /* --system, from argv */
+	int usage;                 /* --usage: a summary on stderr */
 };
 
 static void
@@ -63,6 +80,24 @@ tokgen_usage(FILE *f)
 	    "  -i, --ids               one token id per line\n"
 	    "  -c, --count             print the number of prompt tokens\n"
 	    "  -h, --help              this text\n"
+	    "\n"
+	    "Language model of the /v1 endpoints (each option implies --lm):\n"
+	    "      --lm              use it instead of the lab generator\n"
+	    "      --temperature T   0..2 (default 1; 0 is greedy)\n"
+	    "      --top-p P         over 0, at most 1 (default 1)\n"
+	    "      --seed N          0..2^64-1 (default: from the prompt)\n"
+	    "      --ignore-eos      never end by the end-of-sequence token\n"
+	    "      --stop TEXT       end before TEXT (1..64 bytes; up to 4)\n"
+	    "      --chat            the prompt is a user message, rendered\n"
+	    "                        with the chat template\n"
+	    "      --system TEXT     with --chat: a system message first\n"
+	    "      --usage           print prompt_tokens, completion_tokens\n"
+	    "                        and finish_reason on stderr\n"
+	    "With --lm, text is what the endpoints would send (held back\n"
+	    "at stop strings and split characters), --json one line per\n"
+	    "token with the text released for it, --ids the ids (the\n"
+	    "end-of-sequence token included), --count the prompt tokens\n"
+	    "(after --chat).\n"
 	    "\n"
 	    "Without --json, --ids or --count the token bytes are written as\n"
 	    "they are, with no newline added at the end.\n", f);
@@ -114,6 +149,86 @@ tokgen_set_mode(struct tokgen_opts *o, enum tokgen_mode m)
 }
 
 /*
+ * Parses a decimal number for --temperature or --top-p: strtod syntax, all
+ * of it, finite, in [lo, hi] (lo excluded if lo_open). Prints why on
+ * stderr and returns TS_EINVAL when it is not acceptable.
+ */
+static enum ts_err
+tokgen_parse_double(const char *name, const char *s, double lo, int lo_open,
+    double hi, double *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtod(s, &end);
+	if (end == s || *end != '\0' || errno == ERANGE || !(*v <= hi) ||
+	    !(*v >= lo) || (lo_open && *v == lo)) {
+		fprintf(stderr, "tokgen: %s '%s': must be a number %s %g %s "
+		    "%g\n", name, s, lo_open ? "over" : "from", lo,
+		    lo_open ? "and at most" : "to", hi);
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* Parses --seed: decimal digits only, 0..2^64-1. */
+static enum ts_err
+tokgen_parse_seed(const char *s, uint64_t *seed)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno == ERANGE ||
+	    v > UINT64_MAX) {
+		fprintf(stderr, "tokgen: --seed '%s': must be a whole number "
+		    "from 0 to 18446744073709551615\n", s);
+		return TS_EINVAL;
+	}
+	*seed = (uint64_t)v;
+	return TS_OK;
+}
+
+/* Adds a --stop string: 1..GEN_STOP_MAX_BYTES bytes of valid UTF-8, at
+ * most GEN_STOP_MAX of them. */
+static enum ts_err
+tokgen_add_stop(struct tokgen_opts *o, const char *s)
+{
+	size_t len = strlen(s);
+
+	if (o->nstops == GEN_STOP_MAX) {
+		fprintf(stderr, "tokgen: at most %d --stop strings\n",
+		    GEN_STOP_MAX);
+		return TS_ELIMIT;
+	}
+	if (len == 0 || len > GEN_STOP_MAX_BYTES) {
+		fprintf(stderr, "tokgen: --stop: 1 to %d bytes\n",
+		    GEN_STOP_MAX_BYTES);
+		return TS_ELIMIT;
+	}
+	if (!gen_utf8_valid(s, len)) {
+		fputs("tokgen: --stop: not valid UTF-8\n", stderr);
+		return TS_EINVAL;
+	}
+	o->stops[o->nstops++] = s;
+	return TS_OK;
+}
+
+/* Long options without a short form. */
+enum {
+	TOKGEN_OPT_LM = 256,
+	TOKGEN_OPT_TEMPERATURE,
+	TOKGEN_OPT_TOP_P,
+	TOKGEN_OPT_SEED,
+	TOKGEN_OPT_IGNORE_EOS,
+	TOKGEN_OPT_STOP,
+	TOKGEN_OPT_CHAT,
+	TOKGEN_OPT_SYSTEM,
+	TOKGEN_OPT_USAGE
+};
+
+/*
  * Fills *o from the command line with getopt_long. On a bad argument
  * prints one line on stderr and returns TS_EINVAL (or TS_ELIMIT for -n).
  */
@@ -128,6 +243,16 @@ tokgen_parse_args(int argc, char *argv[], struct tokgen_opts *o)
 		{ "ids", no_argument, NULL, 'i' },
 		{ "count", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "lm", no_argument, NULL, TOKGEN_OPT_LM },
+		{ "temperature", required_argument, NULL,
+		    TOKGEN_OPT_TEMPERATURE },
+		{ "top-p", required_argument, NULL, TOKGEN_OPT_TOP_P },
+		{ "seed", required_argument, NULL, TOKGEN_OPT_SEED },
+		{ "ignore-eos", no_argument, NULL, TOKGEN_OPT_IGNORE_EOS },
+		{ "stop", required_argument, NULL, TOKGEN_OPT_STOP },
+		{ "chat", no_argument, NULL, TOKGEN_OPT_CHAT },
+		{ "system", required_argument, NULL, TOKGEN_OPT_SYSTEM },
+		{ "usage", no_argument, NULL, TOKGEN_OPT_USAGE },
 		{ NULL, 0, NULL, 0 }
 	};
 	enum ts_err rc;
@@ -136,6 +261,7 @@ tokgen_parse_args(int argc, char *argv[], struct tokgen_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->n = TOKGEN_DEFAULT_N;
 	o->mode = TOKGEN_TEXT;
+	gen_params_defaults(&o->params);
 	opterr = 0;     /* our own one-line messages */
 	while ((ch = getopt_long(argc, argv, ":p:f:n:jich", longopts,
 	    NULL)) != -1) {
@@ -162,6 +288,35 @@ tokgen_parse_args(int argc, char *argv[], struct tokgen_opts *o)
 		case 'h':
 			o->help = 1;
 			break;
+		case TOKGEN_OPT_LM:
+			break;
+		case TOKGEN_OPT_TEMPERATURE:
+			rc = tokgen_parse_double("--temperature", optarg, 0.0,
+			    0, GEN_TEMPERATURE_MAX, &o->params.temperature);
+			break;
+		case TOKGEN_OPT_TOP_P:
+			rc = tokgen_parse_double("--top-p", optarg, 0.0, 1,
+			    1.0, &o->params.top_p);
+			break;
+		case TOKGEN_OPT_SEED:
+			rc = tokgen_parse_seed(optarg, &o->params.seed);
+			o->params.has_seed = 1;
+			break;
+		case TOKGEN_OPT_IGNORE_EOS:
+			o->params.ignore_eos = 1;
+			break;
+		case TOKGEN_OPT_STOP:
+			rc = tokgen_add_stop(o, optarg);
+			break;
+		case TOKGEN_OPT_CHAT:
+			o->chat = 1;
+			break;
+		case TOKGEN_OPT_SYSTEM:
+			o->system = optarg;
+			break;
+		case TOKGEN_OPT_USAGE:
+			o->usage = 1;
+			break;
 		case ':':
 			fprintf(stderr, "tokgen: option '%s' needs an argument"
 			    "\n", argv[optind - 1]);
@@ -177,9 +332,15 @@ tokgen_parse_args(int argc, char *argv[], struct tokgen_opts *o)
 		}
 		if (rc != TS_OK)
 			return rc;
+		if (ch >= TOKGEN_OPT_LM)
+			o->lm = 1;
 	}
 	if (o->help)
 		return TS_OK;
+	if (o->system != NULL && !o->chat) {
+		fputs("tokgen: --system needs --chat\n", stderr);
+		return TS_EINVAL;
+	}
 	if (optind < argc) {
 		fprintf(stderr, "tokgen: unexpected argument '%s'\n",
 		    argv[optind]);
@@ -256,21 +417,20 @@ out:
 }
 
 /*
- * Writes token `id` as one line holding a compact JSON string, encoded by
- * jansson from (ptr, len). Returns TS_EINVAL if jansson refuses the token
- * (not UTF-8: cannot happen for a generated token), TS_ESYS on a write
- * error.
+ * Writes (text, len), at most GEN_RELEASE_BUF bytes, as one line holding a
+ * compact JSON string, encoded by jansson. Returns TS_EINVAL if jansson
+ * refuses it (not UTF-8: cannot happen for generated text), TS_ESYS on a
+ * write error.
  */
 static enum ts_err
-tokgen_put_json(uint32_t id)
+tokgen_put_json_text(const char *text, size_t len)
 {
-	char line[8 * GEN_TOKEN_MAX_BYTES];     /* "\uXXXX" per byte, quoted */
-	const char *text;
-	size_t len, n;
+	char line[6 * GEN_RELEASE_BUF + 3];     /* "\uXXXX" per byte, quoted */
+	size_t n;
 	json_t *s;
 
-	text = gen_token_text(id, &len);
-	s = text == NULL ? NULL : json_stringn(text, len);
+	s = text == NULL || len > GEN_RELEASE_BUF ? NULL :
+	    json_stringn(text, len);
 	if (s == NULL)
 		return TS_EINVAL;
 	n = json_dumpb(s, line, sizeof(line) - 1,
@@ -280,6 +440,17 @@ tokgen_put_json(uint32_t id)
 		return TS_EINVAL;
 	line[n++] = '\n';
 	return fwrite(line, 1, n, stdout) == n ? TS_OK : TS_ESYS;
+}
+
+/* Writes token `id` as a JSON string line (tokgen_put_json_text). */
+static enum ts_err
+tokgen_put_json(uint32_t id)
+{
+	const char *text;
+	size_t len;
+
+	text = gen_token_text(id, &len);
+	return tokgen_put_json_text(text, len);
 }
 
 /*
@@ -326,28 +497,144 @@ tokgen_generate(const struct tokgen_opts *o, const char *prompt, size_t len)
 }
 
 /*
- * Runs the command for a loaded prompt (ptr, len) and flushes standard
- * output. Returns the exit status.
+ * Writes what the language model's token `id` released, chunk c, in
+ * o->mode: the bytes, a JSON string line, or the id.
+ */
+static enum ts_err
+tokgen_lm_put(const struct tokgen_opts *o, uint32_t id,
+    const struct gen_chunk *c)
+{
+	switch (o->mode) {
+	case TOKGEN_JSON:
+		return tokgen_put_json_text(c->p, c->len);
+	case TOKGEN_IDS:
+		return printf("%" PRIu32 "\n", id) < 0 ? TS_ESYS : TS_OK;
+	default:
+		return fwrite(c->p, 1, c->len, stdout) == c->len ? TS_OK :
+		    TS_ESYS;
+	}
+}
+
+/*
+ * Generates up to o->n tokens with the language model (gen_lm.h) for the
+ * prompt and writes them in o->mode through a detokenizer with the stop
+ * strings: ends at the end-of-sequence token or a stop string (finish
+ * reason "stop") or after o->n tokens ("length"); what is still held then
+ * goes out (with --json as one more line, if any). With --usage, one line
+ * on stderr. Returns TS_ESYS on a write error, TS_EINVAL (reported here)
+ * if text cannot be written as JSON.
+ */
+static enum ts_err
+tokgen_lm(const struct tokgen_opts *o, const char *prompt, size_t len)
+{
+	struct gen_lm lm;
+	struct gen_release r;
+	struct gen_chunk c;
+	size_t lens[GEN_STOP_MAX], i;
+	unsigned long k, produced = 0;
+	const char *finish = "length";
+	enum ts_err rc = TS_OK;
+	uint32_t id;
+	int stop = 0;
+
+	for (i = 0; i < o->nstops; i++)
+		lens[i] = strlen(o->stops[i]);
+	/* The stops were checked by tokgen_add_stop. */
+	(void)gen_release_init(&r, o->stops, lens, o->nstops);
+	gen_lm_init(&lm, prompt, len, &o->params);
+	for (k = 0; k < o->n && rc == TS_OK; k++) {
+		id = gen_lm_next(&lm);
+		produced++;
+		(void)gen_release_token(&r, id, &c, &stop);
+		rc = tokgen_lm_put(o, id, &c);
+		if (id == GEN_EOS_ID || stop != 0) {
+			finish = "stop";
+			break;
+		}
+	}
+	gen_release_finish(&r, &c);
+	if (rc == TS_OK && c.len > 0 && o->mode != TOKGEN_IDS)
+		rc = tokgen_lm_put(o, GEN_EOS_ID, &c);
+	gen_lm_free(&lm);
+	if (rc == TS_EINVAL)
+		fputs("tokgen: text cannot be written as JSON\n", stderr);
+	if (o->usage)
+		fprintf(stderr, "prompt_tokens=%zu completion_tokens=%lu "
+		    "finish_reason=%s\n", gen_tokenize(prompt, len, NULL, 0),
+		    produced, finish);
+	return rc;
+}
+
+/*
+ * Renders the prompt (ptr, len) as a user message, after the --system
+ * message if any, with the chat template into *out (caller frees).
+ * Returns TS_ELIMIT (reported here) if that is over TOKGEN_CHAT_MAX.
+ */
+static enum ts_err
+tokgen_chat(const struct tokgen_opts *o, const char *prompt, size_t len,
+    struct ts_buf *out)
+{
+	struct gen_chat_msg msgs[2];
+	size_t n = 0;
+	enum ts_err rc;
+
+	if (o->system != NULL) {
+		msgs[n].role = GEN_ROLE_SYSTEM;
+		msgs[n].content = o->system;
+		msgs[n].len = strlen(o->system);        /* from argv */
+		n++;
+	}
+	msgs[n].role = GEN_ROLE_USER;
+	msgs[n].content = prompt;
+	msgs[n].len = len;
+	n++;
+	ts_buf_init(out, TOKGEN_CHAT_MAX);
+	rc = gen_chat_render(msgs, n, out);
+	if (rc != TS_OK)
+		fprintf(stderr, "tokgen: the chat prompt is over %lu bytes\n",
+		    TOKGEN_CHAT_MAX);
+	return rc;
+}
+
+/*
+ * Runs the command for a loaded prompt (ptr, len) - with --chat, for its
+ * rendering - and flushes standard output. Returns the exit status.
  */
 static int
 tokgen_run(const struct tokgen_opts *o, const char *prompt, size_t len)
 {
+	struct ts_buf chat;
 	enum ts_err rc = TS_OK;
-	int saved;
+	int saved, status = 0;
 
+	ts_buf_init(&chat, 0);
+	if (o->chat) {
+		if (tokgen_chat(o, prompt, len, &chat) != TS_OK) {
+			status = TOKGEN_EXIT_FAIL;
+			goto out;
+		}
+		prompt = chat.p;
+		len = chat.len;
+	}
 	if (o->mode == TOKGEN_COUNT)
 		printf("%zu\n", gen_tokenize(prompt, len, NULL, 0));
+	else if (o->lm)
+		rc = tokgen_lm(o, prompt, len);
 	else
 		rc = tokgen_generate(o, prompt, len);
-	if (rc == TS_EINVAL)
-		return TOKGEN_EXIT_FAIL;
+	if (rc == TS_EINVAL) {
+		status = TOKGEN_EXIT_FAIL;
+		goto out;
+	}
 	if (fflush(stdout) != 0 || ferror(stdout) || rc != TS_OK) {
 		saved = errno;
 		fprintf(stderr, "tokgen: writing output: %s\n",
 		    strerror(saved));
-		return TOKGEN_EXIT_FAIL;
+		status = TOKGEN_EXIT_FAIL;
 	}
-	return 0;
+out:
+	ts_buf_free(&chat);
+	return status;
 }
 
 int

@@ -37,6 +37,39 @@ teardown_file() {
 	[ "$status" -eq 2 ]
 }
 
+@test "tokgen --lm: deterministic, seeds differ, --json chunks join to the text" {
+	d=$BATS_TEST_TMPDIR
+	"$TOKGEN" --chat -p "What is a token?" -n 300 > "$d/a"
+	"$TOKGEN" --chat -p "What is a token?" -n 300 > "$d/b"
+	cmp "$d/a" "$d/b"
+	[ -s "$d/a" ]
+	"$TOKGEN" --lm -p hello -n 100 --seed 1 --ignore-eos > "$d/s1"
+	"$TOKGEN" --lm -p hello -n 100 --seed 2 --ignore-eos > "$d/s2"
+	run cmp -s "$d/s1" "$d/s2"
+	[ "$status" -ne 0 ]
+	"$TOKGEN" --lm -p hello -n 100 --seed 1 --ignore-eos --json > "$d/j"
+	jq -e -s 'length >= 100 and all(.[]; type == "string")' "$d/j"
+	jq -j . "$d/j" | cmp - "$d/s1"
+}
+
+@test "tokgen --lm: a stop string ends the text just before it; --usage" {
+	d=$BATS_TEST_TMPDIR
+	"$TOKGEN" --lm -p hello -n 300 --ignore-eos > "$d/full"
+	off=$(grep -b -o -F " the" "$d/full" | head -n 1 | cut -d: -f1)
+	[ -n "$off" ]
+	"$TOKGEN" --lm -p hello -n 300 --ignore-eos --stop " the" --usage \
+		> "$d/cut" 2> "$d/usage"
+	head -c "$off" "$d/full" | cmp - "$d/cut"
+	grep -q "finish_reason=stop" "$d/usage"
+	"$TOKGEN" --lm -p hello -n 5 --ignore-eos --usage > /dev/null \
+		2> "$d/usage"
+	grep -q "completion_tokens=5 finish_reason=length" "$d/usage"
+	run "$TOKGEN" --lm -p hi --top-p 0
+	[ "$status" -eq 2 ]
+	run "$TOKGEN" --lm -p hi --stop a --stop b --stop c --stop d --stop e
+	[ "$status" -eq 2 ]
+}
+
 @test "tokbench lab writes every result file with sane numbers" {
 	out=$BATS_TEST_TMPDIR/lab
 	run "$TOKBENCH" lab --url "$BASE" --out "$out" --tokgen "$TOKGEN"

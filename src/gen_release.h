@@ -1,0 +1,92 @@
+/*
+ * gen_release.h - the detokenizer of one sequence: turns generated token
+ * ids into the text chunks a client may be sent, applying UTF-8 holdback
+ * (gen_utf8.h) and then stop strings (gen_stop.h). Used per sequence by
+ * /v1/... for both the stream (one chunk per token) and the whole answer.
+ * No I/O, no allocation.
+ *
+ * Guarantees, for any sequence of feeds:
+ *   - every chunk is valid UTF-8 (stop strings must be valid UTF-8, so a
+ *     cut before a stop string falls between characters);
+ *   - the chunks, concatenated with the finish chunk, are the token texts
+ *     concatenated, repaired as gen_utf8.h says, and cut just before the
+ *     first stop string (gen_stop.h) - the same bytes however the text
+ *     was split, so a stream and a non-stream answer agree byte for byte;
+ *   - nothing from a stop string on is ever released; text is held back
+ *     only while it may still begin a stop string or ends in an incomplete
+ *     character.
+ * GEN_EOS_ID has no text: feeding it releases nothing. Finish reasons are
+ * the caller's: a match (stop) ends the sequence with "stop"; at EOS or
+ * max_tokens the caller calls gen_release_finish for what is held.
+ */
+#ifndef GEN_RELEASE_H
+#define GEN_RELEASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gen_stop.h"
+#include "gen_utf8.h"
+#include "ts.h"
+
+/* Most bytes one gen_release_bytes call takes (a token is at most
+ * GEN_TOKEN_MAX_BYTES). */
+#define GEN_RELEASE_FEED_MAX 64
+
+/* Text held for the stop matcher plus one feed's output. */
+#define GEN_RELEASE_BUF (GEN_STOP_MAX_BYTES - 1 + \
+	GEN_UTF8_OUT_MAX(GEN_RELEASE_FEED_MAX))
+
+/* A released chunk: borrowed bytes (ptr, len). */
+struct gen_chunk {
+	const char *p;
+	size_t len;
+};
+
+/* The fields are gen_release.c's; the caller provides the storage. */
+struct gen_release {
+	struct gen_utf8 utf8;
+	struct gen_stop stop;
+	size_t off;             /* buf[0..off) went out with the last chunk */
+	size_t len;             /* bytes in buf */
+	int finished;           /* gen_release_finish was called */
+	char buf[GEN_RELEASE_BUF];
+};
+
+/*
+ * Sets up a releaser with the n stop strings (strs[i], lens[i]) (copied;
+ * n may be 0, then strs and lens may be NULL). Returns TS_ELIMIT or
+ * TS_EINVAL as gen_stop_init does, and TS_EINVAL for a stop string that
+ * is not valid UTF-8; the releaser then has no stop strings.
+ */
+enum ts_err gen_release_init(struct gen_release *r, const char *const strs[],
+    const size_t lens[], size_t n);
+
+/*
+ * Feeds the text of token `id` (gen_token_text). *out gets the chunk that
+ * may be released now (possibly empty; borrowed until the next call on r)
+ * and *stop (may be NULL) 0, or 1 + the index of the stop string that
+ * matched: the sequence is over, and later feeds release nothing.
+ * Returns TS_EINVAL (nothing released) for an id with no text or after
+ * gen_release_finish.
+ */
+enum ts_err gen_release_token(struct gen_release *r, uint32_t id,
+    struct gen_chunk *out, int *stop);
+
+/*
+ * The same for the bytes (p, len) (p may be NULL if len is 0; any bytes).
+ * TS_ELIMIT (nothing released) if len > GEN_RELEASE_FEED_MAX, TS_EINVAL
+ * after gen_release_finish.
+ */
+enum ts_err gen_release_bytes(struct gen_release *r, const char *p,
+    size_t len, struct gen_chunk *out, int *stop);
+
+/*
+ * The end of the sequence for any reason: *out gets everything still held
+ * (an incomplete character as U+FFFD; nothing after a stop match),
+ * borrowed until r is reused. Later feeds fail with TS_EINVAL; finish
+ * again gives an empty chunk.
+ */
+void gen_release_finish(struct gen_release *r, struct gen_chunk *out);
+
+#endif /* GEN_RELEASE_H */
