@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "gen.h"
+#include "gen_release.h"
 #include "state.h"
 
 /* Housekeeping wake-up while relays are writing (write-stall checks). */
@@ -33,6 +34,14 @@ struct engine_seq {
 	struct engine_seq *lprev, *lnext; /* relay-held list (stall checks) */
 	struct engine_request req;      /* prompt points at prompt_copy */
 	uint64_t state_id;
+	struct engine_sampling samp;    /* req.sampling points here */
+	char *stop_copy[4];
+	struct gen_release *rel;        /* NULL: token texts go out whole */
+	char **chunks;                  /* [cap]: text released per token */
+	uint32_t *chunk_lens;
+	char *tail;                     /* released at the end */
+	size_t tail_len;
+	_Atomic uint32_t generated;     /* EOS included */
 	char *prompt_copy;
 	void *bseq;                     /* backend state, from admission */
 	uint32_t *ids;                  /* cap entries */
@@ -170,18 +179,33 @@ scaled_ns(double ms, double factor, int64_t jitter)
 
 /* ---- the simulator backend ------------------------------------------- */
 
+/* One simulated sequence: the lab generator or the language model. */
+struct sim_seq {
+	int lm;
+	struct gen_stream g;
+	struct gen_lm m;
+};
+
 static enum ts_err
 sim_seq_start(void *impl, const char *prompt, size_t len, uint32_t skip,
-    void **seq)
+    const struct engine_sampling *samp, void **seq)
 {
-	struct gen_stream *g = xmalloc(sizeof(*g));
+	struct sim_seq *q = xcalloc(1, sizeof(*q));
 	uint32_t i;
 
 	(void)impl;
-	gen_init(g, prompt, len);
-	for (i = 0; i < skip; i++)
-		gen_next(g);
-	*seq = g;
+	q->lm = samp != NULL && samp->lm;
+	if (q->lm)
+		gen_lm_init(&q->m, prompt, len, &samp->params);
+	else
+		gen_init(&q->g, prompt, len);
+	for (i = 0; i < skip; i++) {
+		if (q->lm)
+			gen_lm_next(&q->m);
+		else
+			gen_next(&q->g);
+	}
+	*seq = q;
 	return TS_OK;
 }
 
@@ -191,8 +215,11 @@ sim_step(void *impl, void *const *seqs, size_t n, uint32_t *ids)
 	size_t i;
 
 	(void)impl;
-	for (i = 0; i < n; i++)
-		ids[i] = gen_next(seqs[i]);
+	for (i = 0; i < n; i++) {
+		struct sim_seq *q = seqs[i];
+
+		ids[i] = q->lm ? gen_lm_next(&q->m) : gen_next(&q->g);
+	}
 	return TS_OK;
 }
 
@@ -206,12 +233,17 @@ sim_token_text(void *impl, uint32_t id, size_t *len)
 static void
 sim_seq_free(void *impl, void *seq)
 {
+	struct sim_seq *q = seq;
+
 	(void)impl;
-	free(seq);
+	if (q != NULL && q->lm)
+		gen_lm_free(&q->m);
+	free(q);
 }
 
 const struct engine_backend engine_backend_sim = {
-	NULL, sim_seq_start, sim_step, sim_token_text, sim_seq_free
+	NULL, "sim", 0, 0, { GEN_EOS_ID, UINT32_MAX }, sim_seq_start, sim_step,
+	sim_token_text, sim_seq_free
 };
 
 /* ---- sequences ------------------------------------------------------- */
@@ -247,6 +279,8 @@ status_of(const struct engine *e, const struct engine_seq *s)
 		/* A client that left before [DONE] reached it. */
 		return s->cancel && !e->cfg.no_cancel ? STATE_CANCELLED :
 		    STATE_DONE;
+	case ENGINE_FINISH_STOP:
+		return STATE_DONE;
 	case ENGINE_FINISH_CANCELLED:
 		return STATE_CANCELLED;
 	default:
@@ -283,6 +317,18 @@ seq_finalize(struct engine *e, struct engine_seq *s)
 	}
 	if (s->bseq != NULL)
 		e->be.seq_free(e->be.impl, s->bseq);
+	if (s->chunks != NULL) {
+		uint32_t i, n = atomic_load(&s->produced);
+
+		for (i = 0; i < n; i++)
+			free(s->chunks[i]);
+	}
+	for (size_t k = 0; k < 4; k++)
+		free(s->stop_copy[k]);
+	free(s->chunks);
+	free(s->chunk_lens);
+	free(s->tail);
+	free(s->rel);
 	free(s->ids);
 	free(s->prompt_copy);
 	free(s);
@@ -337,21 +383,90 @@ seq_finish(struct engine *e, struct engine_seq *s, enum engine_finish f,
 		seq_finalize(e, s);
 }
 
-/* Publishes token id as the sequence's next; 1 if that was the last. */
-static int
+/* Holds the releaser's end text in s->tail (before finish is stored). */
+static void
+seq_release_tail(struct engine_seq *s)
+{
+	struct gen_chunk c;
+
+	if (s->rel == NULL || s->rel->finished)
+		return;
+	gen_release_finish(s->rel, &c);
+	if (c.len > 0) {
+		s->tail = xmalloc(c.len);
+		memcpy(s->tail, c.p, c.len);
+		s->tail_len = c.len;
+	}
+}
+
+/* Runs token text through the releaser; the released text is stored as
+ * the chunk of token p. *stop is set when a stop string matched. */
+static void
+seq_release_token(struct engine *e, struct engine_seq *s, uint32_t p,
+    uint32_t id, int *stop)
+{
+	size_t len, off = 0, got = 0;
+	const char *text = e->be.token_text(e->be.impl, id, &len);
+	char *out = NULL;
+
+	*stop = 0;
+	if (text == NULL)
+		len = 0;
+	/* a token text longer than one feed goes in pieces */
+	do {
+		size_t n = len - off > GEN_RELEASE_FEED_MAX ?
+		    GEN_RELEASE_FEED_MAX : len - off;
+		struct gen_chunk c = { NULL, 0 };
+
+		if (gen_release_bytes(s->rel, text + off, n, &c, stop) !=
+		    TS_OK)
+			break;
+		if (c.len > 0) {
+			out = xrealloc(out, got + c.len);
+			memcpy(out + got, c.p, c.len);
+			got += c.len;
+		}
+		off += n;
+	} while (off < len && !*stop);
+	s->chunks[p] = out;
+	s->chunk_lens[p] = (uint32_t)got;
+}
+
+/*
+ * Publishes token `id` as the sequence's next. Returns ENGINE_FINISH_NONE
+ * to go on, or why the sequence ends with it: LENGTH (it was the last),
+ * STOP (an EOS id, which is counted but not published, or a stop string
+ * completed by this token).
+ */
+static enum engine_finish
 seq_publish(struct engine *e, struct engine_seq *s, uint32_t id)
 {
 	uint32_t p = atomic_load_explicit(&s->produced, memory_order_relaxed);
+	int stop = 0;
 
-	s->ids[p] = id;
-	atomic_store_explicit(&s->produced, p + 1, memory_order_release);
 	e->generated++;
+	atomic_fetch_add(&s->generated, 1);
 	if (e->st != NULL && s->state_id != 0)
 		state_add_generated(e->st, s->state_id, 1);
 	if (e->hooks.on_tokens != NULL)
 		e->hooks.on_tokens(e->hooks.ctx, 1);
+	if ((id == e->be.eos_ids[0] || id == e->be.eos_ids[1]) &&
+	    (s->samp.lm || e->be.byte_tokens)) {
+		seq_release_tail(s);
+		return ENGINE_FINISH_STOP;
+	}
+	if (s->rel != NULL)
+		seq_release_token(e, s, p, id, &stop);
+	s->ids[p] = id;
+	atomic_store_explicit(&s->produced, p + 1, memory_order_release);
 	notify(s);
-	return p + 1 >= s->cap;
+	if (stop)
+		return ENGINE_FINISH_STOP;
+	if (p + 1 >= s->cap) {
+		seq_release_tail(s);
+		return ENGINE_FINISH_LENGTH;
+	}
+	return ENGINE_FINISH_NONE;
 }
 
 /* 1 when the sequence must stop with an injected error before token k. */
@@ -383,14 +498,9 @@ admit(struct engine *e, int64_t now)
 		factor = engine_load_factor(&e->cfg, e->nslots);
 		s->phase = SEQ_PREFILL;
 		s->admitted_ns = now;
-		if (e->be.seq_start(e->be.impl, s->req.prompt,
-		    s->req.prompt_len, s->req.start_index, &s->bseq) !=
-		    TS_OK) {
-			s->bseq = NULL;
-			seq_finish(e, s, ENGINE_FINISH_ERROR, now);
-			continue;
-		}
-		s->prefill_end_ns = now + scaled_ns(s->req.prefill_ms, factor,
+		/* A physical backend's prefill takes the time it takes. */
+		s->prefill_end_ns = e->be.physical ? now : now + scaled_ns(
+		    s->req.prefill_ms, factor,
 		    jitter_ns(e, e->cfg.jitter_prefill_ms));
 		atomic_store(&s->in_slot, 1);
 		notify(s);
@@ -443,8 +553,87 @@ static int64_t
 step_ns(const struct engine *e, const struct engine_seq *s, double factor,
     int64_t jitter)
 {
+	if (e->be.physical)
+		return 0;       /* the step itself took the time */
 	return scaled_ns(s->own_cadence ? s->req.tpot_ms : e->cfg.lat.tpot_ms,
 	    factor, jitter);
+}
+
+/*
+ * Of the sequences whose prefill ends at t, keeps those that get a first
+ * token; the others leave now (cancelled, nothing to decode, an error
+ * injected at 0). Returns how many are kept, compacted at the front.
+ */
+static size_t
+prefill_filter(struct engine *e, struct engine_seq **batch, size_t n,
+    int64_t t)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct engine_seq *s = batch[i];
+
+		if (s->cancel && !e->cfg.no_cancel)
+			seq_finish(e, s, ENGINE_FINISH_CANCELLED, t);
+		else if (s->cap == 0)
+			seq_finish(e, s, ENGINE_FINISH_LENGTH, t);
+		else if (seq_errors_now(s))
+			seq_finish(e, s, ENGINE_FINISH_ERROR, t);
+		else
+			continue;
+		batch[i--] = batch[--n];
+	}
+	return n;
+}
+
+/*
+ * Prefill: starts each sequence in the backend and runs the pass that
+ * yields its first token into ids[]. A physical backend computes here, so
+ * the engine's lock is released meanwhile (only this thread changes the
+ * slots; relays only set flags). Sequences the backend refuses leave with
+ * an error. Returns how many got a token, compacted at the front.
+ */
+static size_t
+prefill_compute(struct engine *e, struct engine_seq **batch, void **bseqs,
+    uint32_t *ids, size_t n, int64_t t)
+{
+	enum ts_err *rc = xcalloc(n + 1u, sizeof(*rc));
+	size_t i, m = 0;
+
+	if (e->be.physical)
+		pthread_mutex_unlock(&e->mu);
+	for (i = 0; i < n; i++) {
+		struct engine_seq *s = batch[i];
+
+		rc[i] = e->be.seq_start(e->be.impl, s->req.prompt,
+		    s->req.prompt_len, s->req.start_index, &s->samp,
+		    &s->bseq);
+		if (rc[i] == TS_OK)
+			bseqs[m++] = s->bseq;
+	}
+	for (i = 0; i < m; i++)
+		ids[i] = 0;
+	if (m > 0 && e->be.step(e->be.impl, bseqs, m, ids) != TS_OK)
+		for (i = 0; i < n; i++)
+			rc[i] = rc[i] == TS_OK ? TS_EINVAL : rc[i];
+	if (e->be.physical)
+		pthread_mutex_lock(&e->mu);
+	/* ids[] follows the started ones; keep batch[] in step with it */
+	for (i = 0, m = 0; i < n; i++) {
+		if (rc[i] == TS_OK) {
+			batch[m] = batch[i];
+			ids[m] = ids[m];
+			m++;
+		} else {
+			if (batch[i]->bseq != NULL) {
+				e->be.seq_free(e->be.impl, batch[i]->bseq);
+				batch[i]->bseq = NULL;
+			}
+			seq_finish(e, batch[i], ENGINE_FINISH_ERROR, t);
+		}
+	}
+	free(rc);
+	return m;
 }
 
 /*
@@ -461,6 +650,7 @@ run_events_at(struct engine *e, int64_t t)
 	void **bseqs = xmalloc(sizeof(*bseqs) * (e->nslots + 1u));
 	double factor = engine_load_factor(&e->cfg, e->nslots);
 	int64_t jit = jitter_ns(e, e->cfg.jitter_tpot_ms);
+	enum ts_err rc;
 	size_t n, i;
 	uint32_t k;
 
@@ -472,34 +662,14 @@ run_events_at(struct engine *e, int64_t t)
 		if (s->phase == SEQ_PREFILL && s->prefill_end_ns == t)
 			batch[n++] = s;
 	}
+	n = prefill_filter(e, batch, n, t);
+	n = prefill_compute(e, batch, bseqs, ids, n, t);
 	for (i = 0; i < n; i++) {
 		struct engine_seq *s = batch[i];
+		enum engine_finish f = seq_publish(e, s, ids[i]);
 
-		if (s->cancel && !e->cfg.no_cancel)
-			seq_finish(e, s, ENGINE_FINISH_CANCELLED, t);
-		else if (s->cap == 0)
-			seq_finish(e, s, ENGINE_FINISH_LENGTH, t);
-		else if (seq_errors_now(s))
-			seq_finish(e, s, ENGINE_FINISH_ERROR, t);
-		else
-			continue;
-		batch[i--] = batch[--n];
-	}
-	for (i = 0; i < n; i++) {
-		ids[i] = 0;
-		bseqs[i] = batch[i]->bseq;
-	}
-	if (n > 0 && e->be.step(e->be.impl, bseqs, n, ids) != TS_OK) {
-		/* Treated per sequence below. */
-		for (i = 0; i < n; i++)
-			seq_finish(e, batch[i], ENGINE_FINISH_ERROR, t);
-		n = 0;
-	}
-	for (i = 0; i < n; i++) {
-		struct engine_seq *s = batch[i];
-
-		if (seq_publish(e, s, ids[i])) {
-			seq_finish(e, s, ENGINE_FINISH_LENGTH, t);
+		if (f != ENGINE_FINISH_NONE) {
+			seq_finish(e, s, f, t);
 			continue;
 		}
 		s->phase = SEQ_DECODE;
@@ -540,7 +710,14 @@ run_events_at(struct engine *e, int64_t t)
 		e->steps++;
 		for (i = 0; i < n; i++)
 			bseqs[i] = batch[i]->bseq;
-		if (e->be.step(e->be.impl, bseqs, n, ids) != TS_OK) {
+		if (e->be.physical)
+			pthread_mutex_unlock(&e->mu);
+		rc = e->be.step(e->be.impl, bseqs, n, ids);
+		if (e->be.physical) {
+			pthread_mutex_lock(&e->mu);
+			t = engine_now_ns();  /* the step took real time */
+		}
+		if (rc != TS_OK) {
 			for (i = 0; i < n; i++)
 				seq_finish(e, batch[i], ENGINE_FINISH_ERROR,
 				    t);
@@ -549,9 +726,10 @@ run_events_at(struct engine *e, int64_t t)
 	}
 	for (i = 0; i < n; i++) {
 		struct engine_seq *s = batch[i];
+		enum engine_finish f = seq_publish(e, s, ids[i]);
 
-		if (seq_publish(e, s, ids[i]))
-			seq_finish(e, s, ENGINE_FINISH_LENGTH, t);
+		if (f != ENGINE_FINISH_NONE)
+			seq_finish(e, s, f, t);
 		else
 			s->next_ns = t + step_ns(e, s, factor, jit);
 	}
@@ -601,10 +779,26 @@ handle_cancels(struct engine *e, int64_t now)
 	}
 }
 
+/* Ends every sequence with ENGINE_FINISH_SHUTDOWN (lock held). */
+static void
+shutdown_locked(struct engine *e, int64_t now)
+{
+	while (e->qhead != NULL)
+		seq_finish(e, e->qhead, ENGINE_FINISH_SHUTDOWN, now);
+	while (e->nslots > 0)
+		seq_finish(e, e->slots[0], ENGINE_FINISH_SHUTDOWN, now);
+	counts_changed(e);
+}
+
 static int64_t
 advance_locked(struct engine *e, int64_t now)
 {
 	int64_t t;
+
+	if (e->stopping) {
+		shutdown_locked(e, now);
+		return INT64_MAX;
+	}
 
 	handle_cancels(e, now);
 	for (;;) {
@@ -613,6 +807,12 @@ advance_locked(struct engine *e, int64_t now)
 		if (t > now)
 			break;
 		run_events_at(e, t);
+		if (e->be.physical) {
+			/* Real compute took time: look at the relays again
+			 * (cancellations, new requests) between steps. */
+			t = next_event(e);
+			break;
+		}
 	}
 	counts_changed(e);
 	if (e->held != NULL && e->cfg.write_stall_ms > 0 &&
@@ -760,14 +960,38 @@ engine_submit(struct engine *e, const struct engine_request *r,
 	}
 	s = xcalloc(1, sizeof(*s));
 	s->req = *r;
-	s->state_id = e->st == NULL ? 0 : state_begin(e->st,
-	    (enum state_kind)r->kind, r->max_tokens, r->prompt_tokens,
-	    r->resumed_from, r->start_index, r->key);
 	s->prompt_copy = xstrndup(r->prompt != NULL ? r->prompt : "",
 	    r->prompt_len);
 	s->req.prompt = s->prompt_copy;
+	if (r->sampling != NULL)
+		s->samp = *r->sampling;
+	s->req.sampling = &s->samp;
+	for (size_t k = 0; k < r->nstop && k < 4; k++) {
+		s->stop_copy[k] = xstrndup(r->stop[k], r->stop_len[k]);
+		s->req.stop[k] = s->stop_copy[k];
+	}
+	if (s->samp.lm || e->be.byte_tokens) {
+		s->rel = xmalloc(sizeof(*s->rel));
+		if (gen_release_init(s->rel, s->req.stop, s->req.stop_len,
+		    s->req.nstop < 4 ? s->req.nstop : 4) != TS_OK) {
+			pthread_mutex_unlock(&e->mu);
+			for (size_t k = 0; k < 4; k++)
+				free(s->stop_copy[k]);
+			free(s->rel);
+			free(s->prompt_copy);
+			free(s);
+			return TS_EINVAL;
+		}
+	}
+	s->state_id = e->st == NULL ? 0 : state_begin(e->st,
+	    (enum state_kind)r->kind, r->max_tokens, r->prompt_tokens,
+	    r->resumed_from, r->start_index, r->key);
 	s->cap = r->max_tokens > r->start_index ?
 	    r->max_tokens - r->start_index : 0;
+	if (s->rel != NULL) {
+		s->chunks = xcalloc(s->cap + 1u, sizeof(*s->chunks));
+		s->chunk_lens = xcalloc(s->cap + 1u, sizeof(*s->chunk_lens));
+	}
 	s->ids = xcalloc(s->cap + 1u, sizeof(*s->ids));
 	s->own_cadence = r->tpot_ms >= 0;
 	s->phase = SEQ_WAITING;
@@ -803,6 +1027,12 @@ engine_seq_view(struct engine_seq *s, struct engine_view *v)
 	v->produced = atomic_load_explicit(&s->produced,
 	    memory_order_acquire);
 	v->ids = s->ids;
+	v->released = s->rel != NULL;
+	v->chunks = (const char *const *)s->chunks;
+	v->chunk_lens = s->chunk_lens;
+	v->tail = s->tail;
+	v->tail_len = s->tail_len;
+	v->generated = atomic_load(&s->generated);
 	v->in_slot = atomic_load_explicit(&s->in_slot, memory_order_relaxed);
 }
 
@@ -868,11 +1098,10 @@ engine_shutdown(struct engine *e)
 
 	pthread_mutex_lock(&e->mu);
 	e->stopping = 1;
-	while (e->qhead != NULL)
-		seq_finish(e, e->qhead, ENGINE_FINISH_SHUTDOWN, now);
-	while (e->nslots > 0)
-		seq_finish(e, e->slots[0], ENGINE_FINISH_SHUTDOWN, now);
-	counts_changed(e);
+	/* With a thread, it ends the sequences itself (it may be computing
+	 * a step with the lock released); without one, now. */
+	if (!e->has_thread)
+		shutdown_locked(e, now);
 	pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
 }

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gen_lm.h"
 #include "ts.h"
 
 struct state;
@@ -85,16 +86,36 @@ struct engine_config {
 void engine_config_defaults(struct engine_config *cfg);
 
 /*
- * The backend: what produces token ids. The simulator (gen.c) is built
- * in; a real model plugs in here. Every call is made on the engine thread
- * with the engine's lock held.
+ * How a sequence samples (the OpenAI endpoints): `lm` 0 keeps the lab
+ * generator (gen_next: no sampling parameters, never EOS), 1 uses the
+ * backend's language model with `params` (gen_lm.h: temperature, top_p,
+ * seed, ignore_eos).
+ */
+struct engine_sampling {
+	int lm;
+	struct gen_params params;
+};
+
+/*
+ * The backend: what produces token ids. The simulator (gen.c, gen_lm.c)
+ * is built in; the transformer of src/model/ plugs in here. The engine
+ * serialises every call but seq_free's; with `physical` set it makes them
+ * without holding its lock, since they take real time.
  */
 struct engine_backend {
 	void *impl;
+	const char *name;          /* "sim", "llama": /v1/models, /_debug */
+	int physical;              /* calls take real time: no latency model */
+	int byte_tokens;           /* token texts may split a UTF-8
+				    * character: always release text through
+				    * gen_release (holdback) */
+	uint32_t eos_ids[2];       /* ids that end a sequence ("stop");
+				    * UINT32_MAX: unused */
 	/* Starts a sequence for (prompt, len), borrowed for the call, and
-	 * skips its first `skip` tokens (a resumed stream). */
+	 * skips its first `skip` tokens (a resumed stream). For a physical
+	 * backend this is the prefill. TS_ELIMIT: the prompt does not fit. */
 	enum ts_err (*seq_start)(void *impl, const char *prompt, size_t len,
-	    uint32_t skip, void **seq);
+	    uint32_t skip, const struct engine_sampling *samp, void **seq);
 	/* One forward pass for n sequences: ids[i] gets seqs[i]'s next
 	 * token. Used for the token a prefill yields and for decode steps. */
 	enum ts_err (*step)(void *impl, void *const *seqs, size_t n,
@@ -111,6 +132,7 @@ extern const struct engine_backend engine_backend_sim;
 enum engine_finish {
 	ENGINE_FINISH_NONE = 0,     /* still going */
 	ENGINE_FINISH_LENGTH,       /* max_tokens reached */
+	ENGINE_FINISH_STOP,         /* an EOS token or a stop string */
 	ENGINE_FINISH_CANCELLED,    /* the client left ("abort") */
 	ENGINE_FINISH_ERROR,        /* injected error or backend failure */
 	ENGINE_FINISH_SHUTDOWN      /* the server is stopping */
@@ -128,6 +150,12 @@ struct engine_request {
 	uint32_t start_index;     /* resume: tokens 0..start_index-1 were
 				   * sent before; recomputed, not counted */
 	int64_t t0_ns;            /* CLOCK_MONOTONIC arrival of the request */
+	const struct engine_sampling *sampling;  /* copied; NULL: the lab
+				   * generator */
+	const char *stop[4];      /* stop strings (gen_stop.h limits),
+				   * copied; matched across tokens */
+	size_t stop_len[4];
+	size_t nstop;
 	int kind;                 /* enum state_kind of its record */
 	uint64_t resumed_from;    /* state record fields (state_begin) */
 	uint64_t key;
@@ -139,10 +167,23 @@ struct engine_request {
 	void *ctx;
 };
 
-/* What a relay sees of its sequence (engine_seq_view). */
+/*
+ * What a relay sees of its sequence (engine_seq_view). With `released`
+ * set the text to send is not the token texts but chunks[i] (the text
+ * token i released: stop strings and incomplete UTF-8 are held back, so a
+ * chunk may be empty) and, once finished, `tail` (what was held at the
+ * end). Everything before `produced` (and tail once `finish` is set) is
+ * final and stays valid until engine_release.
+ */
 struct engine_view {
 	uint32_t produced;          /* token ids ids[0..produced) are final */
 	const uint32_t *ids;        /* token i is index start_index + i */
+	int released;
+	const char *const *chunks;
+	const uint32_t *chunk_lens;
+	const char *tail;
+	size_t tail_len;
+	uint32_t generated;         /* tokens the engine made, EOS included */
 	enum engine_finish finish;  /* NONE while still going */
 	int in_slot;                /* 0 while waiting for a slot */
 };

@@ -35,6 +35,7 @@
 #include "gen.h"
 #include "http.h"
 #include "metrics.h"
+#include "model/backend.h"
 #include "resume.h"
 #include "sse.h"
 #include "state.h"
@@ -57,12 +58,18 @@ struct options {
 	struct engine_config engine;  /* latency model, slots, queue */
 	unsigned long retry_ms;      /* SSE retry: sent at stream start */
 	const char *cors_origin;     /* Access-Control-Allow-Origin; "" = off */
+	const char *backend;         /* "sim" or "llama" */
+	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
+	const char *tokenizer_path;  /* llama2.c tokenizer.bin */
+	int model_threads;           /* compute threads, 0 = online CPUs */
+	int model_context;           /* positions per sequence, 0 = model's */
 };
 
 /* Process-wide state, set up once in main and read by every worker. */
 static struct options opt;
 static struct state *state;
 static struct engine *engine;
+static struct engine_backend backend;
 static struct metrics *metrics;
 static int listen_fd;
 static atomic_int stopping;
@@ -251,6 +258,9 @@ hook_finish(void *ctx, enum engine_finish f, uint32_t produced,
 	case ENGINE_FINISH_LENGTH:
 		metrics_finished(metrics, METRICS_LENGTH);
 		break;
+	case ENGINE_FINISH_STOP:
+		metrics_finished(metrics, METRICS_STOP);
+		break;
 	case ENGINE_FINISH_CANCELLED:
 	case ENGINE_FINISH_SHUTDOWN:
 		metrics_finished(metrics, METRICS_ABORT);
@@ -356,11 +366,20 @@ relay(struct conn *c, struct engine_seq *s, const struct engine_request *r,
 		engine_seq_view(s, &v);
 		while (sent < v.produced) {
 			size_t len;
-			const char *text = engine_token_text(engine,
-			    v.ids[sent], &len);
+			const char *text;
 			int64_t now = engine_now_ns();
 			enum ts_err rc;
 
+			/* The released text (stop strings and incomplete
+			 * UTF-8 held back) or the token's own text. */
+			if (v.released) {
+				text = v.chunks[sent] != NULL ?
+				    v.chunks[sent] : "";
+				len = v.chunk_lens[sent];
+			} else {
+				text = engine_token_text(engine, v.ids[sent],
+				    &len);
+			}
 			engine_write_begin(s, now);
 			rc = ops->on_token(c, r->start_index + sent, text,
 			    len);
@@ -375,8 +394,15 @@ relay(struct conn *c, struct engine_seq *s, const struct engine_request *r,
 			if (ops->tokens_reach_client)
 				last_write = now;
 		}
-		if (v.finish != ENGINE_FINISH_NONE)
+		if (v.finish != ENGINE_FINISH_NONE) {
+			/* What the releaser held to the end (an incomplete
+			 * character at max_tokens) goes with the last token. */
+			if (v.released && v.tail_len > 0 &&
+			    ops->on_token(c, r->start_index + (sent > 0 ?
+			    sent - 1 : 0), v.tail, v.tail_len) != TS_OK)
+				goto gone;
 			return v.finish;
+		}
 		deadline = INT64_MAX;
 		if (ops->on_keepalive != NULL && keepalive_ns > 0)
 			deadline = last_write + keepalive_ns;
@@ -1079,6 +1105,13 @@ usage(FILE *f)
 "                               this long, 0 = never (default %.0f)\n"
 "      --no-cancel              demo only: keep generating for clients that\n"
 "                               left (the failure mode tokstream avoids)\n"
+"      --backend sim|llama      what makes the tokens (default sim: the\n"
+"                               deterministic simulator and latency model)\n"
+"      --model FILE             llama2.c checkpoint (--backend llama)\n"
+"      --tokenizer FILE         llama2.c tokenizer.bin (--backend llama)\n"
+"      --model-threads N        compute threads, 0 = one per CPU (default 0)\n"
+"      --model-context N        positions per sequence (KV cache), 0 = the\n"
+"                               model's seq_len (default 0)\n"
 "  -d, --state-dir DIR          state file directory (default %s)\n"
 "  -s, --socket PATH            listen on this unix socket, not fd 0\n"
 "  -b, --backlog N              listen backlog with --socket (default 1024)\n"
@@ -1139,7 +1172,8 @@ static void
 parse_options(int argc, char **argv)
 {
 	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS, O_SEQS,
-	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL };
+	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
+	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "state-dir", required_argument, NULL, 'd' },
@@ -1160,6 +1194,11 @@ parse_options(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "write-stall-ms", required_argument, NULL, O_STALL },
 		{ "no-cancel", no_argument, NULL, O_NOCANCEL },
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "model", required_argument, NULL, O_MODEL },
+		{ "tokenizer", required_argument, NULL, O_TOKENIZER },
+		{ "model-threads", required_argument, NULL, O_MTHREADS },
+		{ "model-context", required_argument, NULL, O_MCTX },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -1173,6 +1212,7 @@ parse_options(int argc, char **argv)
 	engine_config_defaults(&opt.engine);
 	opt.retry_ms = DEFAULT_RETRY_MS;
 	opt.cors_origin = "*";
+	opt.backend = "sim";
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
@@ -1247,6 +1287,25 @@ parse_options(int argc, char **argv)
 		case O_NOCANCEL:
 			opt.engine.no_cancel = 1;
 			break;
+		case O_BACKEND:
+			if (strcmp(optarg, "sim") != 0 &&
+			    strcmp(optarg, "llama") != 0) {
+				fprintf(stderr, "tokstream-fcgi: --backend is "
+				    "sim or llama, not '%s'\n", optarg);
+				exit(2);
+			}
+			opt.backend = optarg;
+			break;
+		case O_MODEL: opt.model_path = optarg; break;
+		case O_TOKENIZER: opt.tokenizer_path = optarg; break;
+		case O_MTHREADS:
+			opt.model_threads = parse_int("model-threads", optarg,
+			    0, 256);
+			break;
+		case O_MCTX:
+			opt.model_context = parse_int("model-context", optarg,
+			    0, 1 << 20);
+			break;
 		case O_RETRY:
 			opt.retry_ms = (unsigned long)parse_int("retry-ms",
 			    optarg, 0, 3600000);
@@ -1261,6 +1320,19 @@ parse_options(int argc, char **argv)
 			usage(stderr);
 			exit(2);
 		}
+	}
+	if (strcmp(opt.backend, "llama") == 0 &&
+	    (opt.model_path == NULL || opt.tokenizer_path == NULL)) {
+		fprintf(stderr, "tokstream-fcgi: --backend llama needs --model "
+		    "FILE and --tokenizer FILE (tokstream-mkmodel makes a "
+		    "small pair)\n");
+		exit(2);
+	}
+	if (strcmp(opt.backend, "sim") == 0 &&
+	    (opt.model_path != NULL || opt.tokenizer_path != NULL)) {
+		fprintf(stderr, "tokstream-fcgi: --model and --tokenizer go "
+		    "with --backend llama\n");
+		exit(2);
 	}
 	if (optind < argc) {
 		fprintf(stderr, "tokstream-fcgi: unexpected argument '%s'\n",
@@ -1342,7 +1414,24 @@ main(int argc, char **argv)
 	/* FCGX_Init installed its own handlers (NOTES "libfcgi traps");
 	 * SIGTERM stays blocked and is taken by sigwait below. */
 	signal(SIGPIPE, SIG_IGN);
-	if (engine_create(&engine, &opt.engine, &engine_backend_sim, state) !=
+	if (strcmp(opt.backend, "llama") == 0) {
+		struct model_options mo;
+
+		model_options_defaults(&mo);
+		mo.threads = (uint32_t)opt.model_threads;
+		mo.context = (uint32_t)opt.model_context;
+		mo.max_batch = opt.engine.max_num_seqs;
+		if (model_backend_open(&backend, opt.model_path,
+		    opt.tokenizer_path, &mo, errbuf, sizeof(errbuf)) !=
+		    TS_OK) {
+			fprintf(stderr, "tokstream-fcgi: --backend llama: %s\n",
+			    errbuf);
+			return 1;
+		}
+	} else {
+		backend = engine_backend_sim;
+	}
+	if (engine_create(&engine, &opt.engine, &backend, state) !=
 	    TS_OK) {
 		fprintf(stderr, "tokstream-fcgi: cannot start the engine\n");
 		return 1;

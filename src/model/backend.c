@@ -5,10 +5,12 @@
 #include "backend.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen.h"
 #include "model.h"
 #include "model_pool.h"
 #include "model_sample.h"
@@ -38,6 +40,9 @@ struct model_seq {
 	int busy;                    /* in the step being run */
 	int decode;                  /* needs a decode position in it */
 	uint64_t rng;                /* sampler state */
+	float temperature;           /* this sequence's sampling */
+	float top_p;
+	int ignore_eos;              /* EOS and BOS masked before sampling */
 };
 
 void
@@ -55,8 +60,12 @@ model_options_defaults(struct model_options *o)
 static uint32_t
 seq_sample(const struct model_backend *mb, struct model_seq *s)
 {
+	if (s->ignore_eos) {
+		s->logits[MODEL_TOKEN_EOS] = -INFINITY;
+		s->logits[MODEL_TOKEN_BOS] = -INFINITY;
+	}
 	return model_sample(s->logits, mb->m->cfg.vocab_size,
-	    mb->opt.temperature, mb->opt.top_p, &s->rng);
+	    s->temperature, s->top_p, &s->rng);
 }
 
 /* Runs rows[0..n) in passes of at most max_batch rows. */
@@ -101,7 +110,7 @@ backend_seq_free(void *impl, void *seq)
 
 static enum ts_err
 backend_seq_start(void *impl, const char *prompt, size_t len, uint32_t skip,
-    void **seq)
+    const struct engine_sampling *samp, void **seq)
 {
 	struct model_backend *mb = impl;
 	const struct model_config *c = &mb->m->cfg;
@@ -130,7 +139,20 @@ backend_seq_start(void *impl, const char *prompt, size_t len, uint32_t skip,
 		rc = TS_ENOMEM;
 		goto out;
 	}
-	s->rng = model_rng_seed(mb->opt.seed);
+	/* The request's sampling (the OpenAI endpoints), else the backend's
+	 * options (the lab endpoints); the default seed comes from the
+	 * prompt, so the same request gives the same tokens. */
+	if (samp != NULL && samp->lm) {
+		s->temperature = (float)samp->params.temperature;
+		s->top_p = (float)samp->params.top_p;
+		s->ignore_eos = samp->params.ignore_eos;
+		s->rng = model_rng_seed(samp->params.has_seed ?
+		    samp->params.seed : gen_seed(prompt, len));
+	} else {
+		s->temperature = mb->opt.temperature;
+		s->top_p = mb->opt.top_p;
+		s->rng = model_rng_seed(mb->opt.seed);
+	}
 
 	/* prefill: the prompt's positions as rows of one sequence, in
 	 * chunks of max_batch; logits for the last only */
@@ -296,6 +318,13 @@ model_backend_open(struct engine_backend *out, const char *checkpoint,
 	mb->rseq = xmalloc(o->max_batch * sizeof(*mb->rseq));
 	mb->ridx = xmalloc(o->max_batch * sizeof(*mb->ridx));
 	out->impl = mb;
+	out->name = "llama";
+	out->physical = 1;
+	out->byte_tokens = 1;
+	/* EOS, and BOS, which llama2.c's story models emit between
+	 * stories */
+	out->eos_ids[0] = MODEL_TOKEN_EOS;
+	out->eos_ids[1] = MODEL_TOKEN_BOS;
 	out->seq_start = backend_seq_start;
 	out->step = backend_step;
 	out->token_text = backend_token_text;

@@ -285,7 +285,7 @@ bench_decode(struct engine_backend *b, uint32_t batch, int steps)
 	bench_trim(b, p, &len, 16);
 	memset(seqs, 0, sizeof(seqs));
 	for (i = 0; i < batch; i++)
-		if (b->seq_start(b->impl, p, len, i, &seqs[i]) != TS_OK)
+		if (b->seq_start(b->impl, p, len, i, NULL, &seqs[i]) != TS_OK)
 			goto out;
 	for (k = 0; k < 1 + BENCH_WARMUP_STEPS; k++)
 		if (b->step(b->impl, seqs, batch, ids) != TS_OK)
@@ -321,7 +321,7 @@ bench_prefill(struct engine_backend *b, uint32_t tokens, int runs,
 	model_backend_prompt_tokens(b, p, len, got);
 	for (k = 0; k < runs; k++) {
 		t0 = now_s();
-		if (b->seq_start(b->impl, p, len, 0, &seq) != TS_OK) {
+		if (b->seq_start(b->impl, p, len, 0, NULL, &seq) != TS_OK) {
 			free(p);
 			return -1;
 		}
@@ -425,7 +425,7 @@ bench_generate(struct engine_backend *b, const char *prompt, uint32_t n)
 	const char *s;
 
 	t0 = now_s();
-	if (b->seq_start(b->impl, prompt, strlen(prompt), 0, &seq) !=
+	if (b->seq_start(b->impl, prompt, strlen(prompt), 0, NULL, &seq) !=
 	    TS_OK) {
 		fprintf(stderr, "tokstream-model-bench: the prompt does not "
 		    "fit the context\n");

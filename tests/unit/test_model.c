@@ -169,7 +169,7 @@ start(struct engine_backend *b, const char *prompt, uint32_t skip)
 	void *seq = NULL;
 
 	assert_int_equal(b->seq_start(b->impl, prompt, strlen(prompt), skip,
-	    &seq), TS_OK);
+	    NULL, &seq), TS_OK);
 	assert_non_null(seq);
 	return seq;
 }
@@ -391,7 +391,7 @@ test_context_end(void **unused)
 	/* one position short: refused */
 	open_backend(&b, 0, 1, 64, np - 1);
 	seq = (void *)1;
-	assert_int_equal(b.seq_start(b.impl, p, strlen(p), 0, &seq),
+	assert_int_equal(b.seq_start(b.impl, p, strlen(p), 0, NULL, &seq),
 	    TS_ELIMIT);
 	assert_null(seq);
 	assert_int_equal(model_backend_prompt_tokens(&b, p, strlen(p), &np),
