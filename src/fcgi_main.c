@@ -488,6 +488,41 @@ static const struct relay_ops generate_ops = {
 	generate_on_token, generate_on_keepalive, 0
 };
 
+/* The prompt's length in the backend's tokens. */
+static uint64_t
+prompt_tokens(const char *p, size_t len)
+{
+	uint32_t n;
+
+	if (backend.physical &&
+	    model_backend_prompt_tokens(&backend, p, len, &n) == TS_OK)
+		return n;
+	return gen_tokenize(p, len, NULL, 0);
+}
+
+/*
+ * A prompt, plus the tokens a resumed stream recomputes, must fit the
+ * model's context (the llama backend; the simulator has none). Returns
+ * 0, or 400 with *err filled (OpenAI's code context_length_exceeded).
+ */
+static int
+check_context(uint64_t prompt, uint64_t more, struct http_error *err)
+{
+	uint64_t ctx;
+
+	if (!backend.physical)
+		return 0;
+	ctx = model_backend_context(&backend);
+	if (prompt + more < ctx)
+		return 0;
+	http_error_set(err, 400, "invalid_request_error",
+	    "context_length_exceeded", "the prompt is %llu tokens (+%llu "
+	    "to recompute); the model's context is %llu",
+	    (unsigned long long)prompt, (unsigned long long)more,
+	    (unsigned long long)ctx);
+	return 400;
+}
+
 /*
  * Fills the engine request shared by /stream and /generate. A resumed
  * stream (start > 0) pays prefill over the prompt plus the tokens already
@@ -500,7 +535,7 @@ request_from(struct engine_request *job, struct conn *c,
 	memset(job, 0, sizeof(*job));
 	job->prompt = r->prompt;
 	job->prompt_len = r->prompt_len;
-	job->prompt_tokens = gen_tokenize(r->prompt, r->prompt_len, NULL, 0);
+	job->prompt_tokens = prompt_tokens(r->prompt, r->prompt_len);
 	job->max_tokens = r->max_tokens;
 	job->start_index = start;
 	job->prefill_ms = r->prefill_ms >= 0 ? (double)r->prefill_ms :
@@ -670,6 +705,10 @@ handle_stream(struct conn *c, int64_t t0)
 		goto out;
 	}
 	request_from(&job, c, &r, t0, start);
+	if (check_context(job.prompt_tokens, start, &err)) {
+		send_error(c, &err, NULL);
+		goto out;
+	}
 	job.kind = STATE_KIND_STREAM;
 	job.resumed_from = from;
 	job.key = c->eid.key;
@@ -792,6 +831,10 @@ handle_generate(struct conn *c, int64_t t0)
 		goto out;
 	}
 	request_from(&job, c, &r, t0, 0);
+	if (check_context(job.prompt_tokens, 0, &err)) {
+		send_error(c, &err, NULL);
+		goto out;
+	}
 	job.kind = STATE_KIND_GENERATE;
 	if (submit(&job, &s, &err) != TS_OK) {
 		send_error(c, &err, "Retry-After: 1\r\n");
@@ -938,7 +981,8 @@ handle_debug_generated(struct conn *c)
 		    (double)rec.leave_us / 1000.0) : json_null());
 		engine_stats(engine, &es);
 		json_object_set_new(obj, "engine", json_pack(
-		    "{s:I,s:I,s:I,s:I,s:b}", "pid", (json_int_t)getpid(),
+		    "{s:s,s:I,s:I,s:I,s:I,s:b}", "backend", backend.name,
+		    "pid", (json_int_t)getpid(),
 		    "running", (json_int_t)es.running, "waiting",
 		    (json_int_t)es.waiting, "max_num_seqs",
 		    (json_int_t)opt.engine.max_num_seqs, "no_cancel",
