@@ -390,7 +390,7 @@ decode_rows(struct engine_backend *b, uint32_t threads, double bw,
 static int
 prefill_rows(struct engine_backend *b, int runs)
 {
-	static const uint32_t lens[] = { 16, 64, 256 };
+	static const uint32_t lens[] = { 16, 64, 128, 256, 511 };
 	uint32_t ctx = model_backend_context(b), got;
 	size_t i;
 
