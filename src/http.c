@@ -47,8 +47,19 @@ http_error_set(struct http_error *err, int status, const char *type,
 	err->status = status;
 	err->type = type;
 	err->code = code;
+	err->param[0] = '\0';
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+}
+
+void
+http_error_set_param(struct http_error *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->param, sizeof(err->param), fmt, ap);
 	va_end(ap);
 }
 
@@ -378,6 +389,35 @@ http_error_json(const struct http_error *err, struct ts_buf *b)
 		    "invalid request", "type",
 		    err->type ? err->type : "server_error", "code", err->code);
 	}
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (s == NULL)
+		return TS_ENOMEM;
+	rc = ts_buf_append(b, s, strlen(s));
+	free(s);
+	return rc;
+}
+
+enum ts_err
+http_error_json_openai(const struct http_error *err, struct ts_buf *b)
+{
+	const char *type = err->type ? err->type : "server_error";
+	json_t *o, *param;
+	char *s;
+	enum ts_err rc;
+
+	/* Both strings can quote input (param names an array index at
+	 * most, but be safe): a non-UTF-8 one becomes null or generic. */
+	param = err->param[0] != '\0' ? json_string(err->param) : NULL;
+	if (param == NULL)
+		param = json_null();
+	o = json_pack("{s:{s:s,s:s,s:O,s:s?}}", "error", "message",
+	    err->message, "type", type, "param", param, "code", err->code);
+	if (o == NULL)
+		o = json_pack("{s:{s:s,s:s,s:O,s:s?}}", "error", "message",
+		    "invalid request", "type", type, "param", param, "code",
+		    err->code);
+	json_decref(param);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (s == NULL)
