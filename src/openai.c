@@ -5,11 +5,13 @@
  */
 #include "openai.h"
 
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_chat.h"
 #include "sse.h"
 
 #define ERR_TYPE "invalid_request_error"
@@ -816,42 +818,28 @@ out:
 
 /* ---- the chat template -------------------------------------------------- */
 
-static const char *
-role_name(enum openai_role r)
-{
-	switch (r) {
-	case OPENAI_ROLE_SYSTEM: return "system";
-	case OPENAI_ROLE_USER: return "user";
-	case OPENAI_ROLE_ASSISTANT: return "assistant";
-	}
-	return "user";
-}
-
 enum ts_err
 openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
 {
-	size_t start = b->len, i;
+	struct gen_chat_msg *msgs;
+	enum ts_err rc;
+	size_t i;
 
 	if (req->kind != OPENAI_CHAT)
 		return TS_EINVAL;
+	msgs = xcalloc(req->n_messages + 1u, sizeof(*msgs));
 	for (i = 0; i < req->n_messages; i++) {
 		const struct openai_message *m = &req->messages[i];
-		const char *role = role_name(m->role);
 
-		if (ts_buf_append(b, CONST_STR_LEN("<|im_start|>")) != TS_OK ||
-		    ts_buf_append(b, role, strlen(role)) != TS_OK ||
-		    ts_buf_append(b, CONST_STR_LEN("\n")) != TS_OK ||
-		    ts_buf_append(b, m->content, m->content_len) != TS_OK ||
-		    ts_buf_append(b, CONST_STR_LEN("<|im_end|>\n")) != TS_OK)
-			goto limit;
+		msgs[i].role = m->role == OPENAI_ROLE_ASSISTANT ?
+		    GEN_ROLE_ASSISTANT : m->role == OPENAI_ROLE_USER ?
+		    GEN_ROLE_USER : GEN_ROLE_SYSTEM;
+		msgs[i].content = m->content;
+		msgs[i].len = m->content_len;
 	}
-	if (ts_buf_append(b, CONST_STR_LEN("<|im_start|>assistant\n")) !=
-	    TS_OK)
-		goto limit;
-	return TS_OK;
-limit:
-	b->len = start;
-	return TS_ELIMIT;
+	rc = gen_chat_render(msgs, req->n_messages, b);
+	free(msgs);
+	return rc;
 }
 
 /* ---- encoders ----------------------------------------------------------- */

@@ -38,7 +38,6 @@
 #define OPENAI_MAX_CONTENT_BYTES (1u << 20) /* prompt, or all content */
 #define OPENAI_MAX_STOP 4                  /* stop sequences, as OpenAI */
 #define OPENAI_MAX_STOP_BYTES 64           /* bytes per stop sequence */
-#define OPENAI_CHAT_TEMPLATE "chatml"      /* what openai_chat_prompt does */
 
 /* Which endpoint a body was sent to. */
 enum openai_kind {
@@ -140,10 +139,10 @@ enum ts_err openai_parse_request(enum openai_kind kind, const char *body,
     struct openai_request *req, struct http_error *err);
 
 /*
- * Appends the prompt of a chat request rendered with the ChatML template
- * (OPENAI_CHAT_TEMPLATE): for each message
- * "<|im_start|>ROLE\nCONTENT<|im_end|>\n" (ROLE system, user or
- * assistant), then "<|im_start|>assistant\n" to start the answer.
+ * Appends the prompt of a chat request rendered with tokstream's chat
+ * template (gen_chat.h, GEN_CHAT_TEMPLATE): for each message
+ * "<|ROLE|>\nCONTENT\n" (ROLE system, user or assistant), then the
+ * generation prompt "<|assistant|>\n" to start the answer.
  * TS_EINVAL for a request that is not chat; TS_ELIMIT if the buffer's
  * limit would be exceeded (nothing is appended then).
  */
@@ -254,7 +253,7 @@ struct openai_model_info {
 	int64_t created;         /* unix time in seconds */
 	uint32_t max_model_len;  /* vLLM's field, in tokens; 0: omitted */
 	const char *backend;     /* "sim", ... (borrowed); NULL: omitted */
-	const char *chat_template; /* OPENAI_CHAT_TEMPLATE; NULL: omitted */
+	const char *chat_template; /* GEN_CHAT_TEMPLATE; NULL: omitted */
 };
 
 /*

@@ -271,10 +271,10 @@ check_encoders(const struct openai_request *r)
 		return;
 	ts_buf_init(&b, 4u << 20);
 	FUZZ_CHECK(openai_chat_prompt(r, &b) == TS_OK);
-	want = sizeof("<|im_start|>assistant\n") - 1;
+	want = sizeof("<|assistant|>\n") - 1;
 	for (i = 0; i < r->n_messages; i++)
 		want += r->messages[i].content_len +
-		    sizeof("<|im_start|>\n<|im_end|>\n") - 1 +
+		    sizeof("<||>\n\n") - 1 +
 		    (r->messages[i].role == OPENAI_ROLE_ASSISTANT ? 9 :
 		    r->messages[i].role == OPENAI_ROLE_USER ? 4 : 6);
 	FUZZ_CHECK(b.len == want);

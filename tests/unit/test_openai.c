@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gen_chat.h"
 #include "openai.h"
 
 #define T(s) s, sizeof(s) - 1
@@ -961,7 +962,7 @@ test_models(void **unused)
 	ts_buf_reset(&b);
 	mi.max_model_len = 8192;
 	mi.backend = "sim";
-	mi.chat_template = OPENAI_CHAT_TEMPLATE;
+	mi.chat_template = GEN_CHAT_TEMPLATE;
 	assert_int_equal(openai_encode_models(&b, &mi), TS_OK);
 	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
 	assert_string_equal(b.p, "{\"object\":\"list\",\"data\":[{\"id\":"
@@ -984,10 +985,10 @@ test_chat_prompt(void **unused)
 	struct openai_request r;
 	struct http_error err;
 	struct ts_buf b;
-	static const char want[] = "<|im_start|>system\nbe brief<|im_end|>\n"
-	    "<|im_start|>user\nhi\nthere<|im_end|>\n"
-	    "<|im_start|>assistant\nyes<|im_end|>\n"
-	    "<|im_start|>assistant\n";
+	static const char want[] = "<|system|>\nbe brief\n"
+	    "<|user|>\nhi\nthere\n"
+	    "<|assistant|>\nyes\n"
+	    "<|assistant|>\n";
 
 	assert_int_equal(parse(CHAT, "{" M ",'messages':["
 	    "{'role':'developer','content':'be brief'},"
