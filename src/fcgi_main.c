@@ -34,7 +34,9 @@
 #include "engine.h"
 #include "gen.h"
 #include "http.h"
+#include "gen_chat.h"
 #include "metrics.h"
+#include "openai.h"
 #include "model/backend.h"
 #include "resume.h"
 #include "sse.h"
@@ -58,6 +60,7 @@ struct options {
 	struct engine_config engine;  /* latency model, slots, queue */
 	unsigned long retry_ms;      /* SSE retry: sent at stream start */
 	const char *cors_origin;     /* Access-Control-Allow-Origin; "" = off */
+	const char *served_model;    /* /v1 model name; NULL: the default */
 	const char *backend;         /* "sim" or "llama" */
 	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
 	const char *tokenizer_path;  /* llama2.c tokenizer.bin */
@@ -71,6 +74,7 @@ static struct state *state;
 static struct engine *engine;
 static struct engine_backend backend;
 static struct metrics *metrics;
+static time_t started_at;        /* /v1/models "created" */
 static int listen_fd;
 static atomic_int stopping;
 static atomic_int active_requests;
@@ -91,6 +95,8 @@ struct conn {
 	struct ts_buf text;      /* POST /generate: the answer so far */
 	uint32_t text_tokens;    /* ... and its tokens */
 	uint64_t req_id;         /* X-Request-Id of its generation, 0 none */
+	int wrote;               /* the last on_token wrote to the client */
+	struct openai_stream v1; /* /v1 streams: the chunks' state */
 	int head_sent;           /* the response head went out already */
 	struct resume_id eid;    /* /stream: the id of the next event */
 	int cors;                /* add the CORS headers to the head */
@@ -381,6 +387,7 @@ relay(struct conn *c, struct engine_seq *s, const struct engine_request *r,
 				    &len);
 			}
 			engine_write_begin(s, now);
+			c->wrote = 1;
 			rc = ops->on_token(c, r->start_index + sent, text,
 			    len);
 			engine_write_end(s);
@@ -389,6 +396,8 @@ relay(struct conn *c, struct engine_seq *s, const struct engine_request *r,
 			now = engine_now_ns();
 			sent++;
 			engine_delivered(s, sent);
+			if (!c->wrote)
+				continue;   /* nothing was sent for it */
 			note_token_written(r->t0_ns, last_token, now);
 			last_token = now;
 			if (ops->tokens_reach_client)
@@ -579,7 +588,7 @@ submit(struct engine_request *job, struct engine_seq **s,
  * Returns 0 when the finish is not an error.
  */
 static int
-finish_error(const struct http_gen_request *r, enum engine_finish f,
+finish_error(int32_t error_after, enum engine_finish f,
     struct http_error *err)
 {
 	if (f == ENGINE_FINISH_SHUTDOWN) {
@@ -589,10 +598,10 @@ finish_error(const struct http_gen_request *r, enum engine_finish f,
 	}
 	if (f != ENGINE_FINISH_ERROR)
 		return 0;
-	if (r->error_after >= 0)
+	if (error_after >= 0)
 		http_error_set(err, 500, "server_error", "injected_error",
 		    "injected error after %d tokens (error_after)",
-		    (int)r->error_after);
+		    (int)error_after);
 	else
 		http_error_set(err, 500, "server_error", "generation_failed",
 		    "generation failed");
@@ -730,7 +739,7 @@ handle_stream(struct conn *c, int64_t t0)
 	if (fin == ENGINE_FINISH_CANCELLED)
 		goto out;
 	ts_buf_reset(b);
-	if (finish_error(&r, fin, &err))
+	if (finish_error(r.error_after, fin, &err))
 		sse_encode_error(b, err.message, err.type, err.code);
 	/* The "end" id tells a reconnecting client there is nothing more.
 	 * After a shutdown there is: [DONE] goes without an id, so
@@ -844,7 +853,7 @@ handle_generate(struct conn *c, int64_t t0)
 	fin = relay(c, s, &job, &generate_ops);
 	if (fin == ENGINE_FINISH_CANCELLED)
 		goto out;   /* nobody to answer */
-	if (finish_error(&r, fin, &err)) {
+	if (finish_error(r.error_after, fin, &err)) {
 		send_error_id(c, &err, NULL, engine_seq_id(s));
 		goto out;
 	}
@@ -861,6 +870,247 @@ out:
 	http_gen_request_free(&r);
 	ts_buf_free(&body);
 	ts_buf_free(&c->text);
+}
+
+/* ---- the OpenAI-compatible API (src/openai.h; README "OpenAI API") ---- */
+
+/* The model name /v1 answers to: --served-model-name, or tokstream-sim,
+ * or the checkpoint's file name. */
+static const char *
+served_model(void)
+{
+	const char *slash;
+
+	if (opt.served_model != NULL)
+		return opt.served_model;
+	if (opt.model_path == NULL)
+		return "tokstream-sim";
+	slash = strrchr(opt.model_path, '/');
+	return slash != NULL ? slash + 1 : opt.model_path;
+}
+
+/* An error in the OpenAI shape, with "param" (before any other byte). */
+static void
+send_error_v1(struct conn *c, const struct http_error *err,
+    const char *extra, uint64_t id)
+{
+	struct ts_buf b;
+
+	ts_buf_init(&b, 64 * 1024);
+	http_error_json_openai(err, &b);
+	ts_buf_append(&b, "\n", 1);
+	if (write_head(c, err->status, "application/json", id, extra) ==
+	    TS_OK)
+		conn_write_flush(c, b.p, b.len);
+	ts_buf_free(&b);
+}
+
+/* A /v1 stream's token: one chunk; an empty released text (held back
+ * for a stop string or an incomplete character) sends nothing. */
+static enum ts_err
+v1_stream_on_token(struct conn *c, uint32_t index, const char *text,
+    size_t len)
+{
+	struct ts_buf *b = &c->w->out;
+
+	(void)index;
+	c->wrote = 0;
+	if (len == 0)
+		return TS_OK;
+	ts_buf_reset(b);
+	if (openai_encode_chunk(b, &c->v1, text, len) != TS_OK)
+		return TS_EINVAL;
+	c->wrote = 1;
+	return conn_write_flush(c, b->p, b->len);
+}
+
+static const struct relay_ops v1_stream_ops = {
+	v1_stream_on_token, stream_on_keepalive, 1
+};
+
+/* OpenAI's finish_reason of an engine finish (length or stop). */
+static enum openai_finish
+v1_finish(enum engine_finish f)
+{
+	return f == ENGINE_FINISH_LENGTH ? OPENAI_FINISH_LENGTH :
+	    OPENAI_FINISH_STOP;
+}
+
+/*
+ * POST /v1/completions and /v1/chat/completions: parse (openai.c), render
+ * the chat template (gen_chat.c), run the sequence with the request's
+ * sampling and stop strings, and answer as one JSON object or as
+ * chat.completion.chunk / text_completion SSE chunks (OpenAI API
+ * reference). completion_tokens counts every token the engine generated
+ * for the request, EOS and the token that completed a stop string
+ * included.
+ */
+static void
+handle_v1_generate(struct conn *c, int64_t t0, enum openai_kind kind)
+{
+	struct openai_request req;
+	struct http_error err;
+	struct engine_request job;
+	struct engine_sampling samp;
+	struct engine_seq *s = NULL;
+	struct engine_view v;
+	struct openai_meta meta;
+	struct openai_usage usage;
+	enum engine_finish fin;
+	struct ts_buf body, prompt, *b = &c->w->out;
+	const char *model = served_model();
+	size_t i;
+
+	memset(&req, 0, sizeof(req));
+	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
+	ts_buf_init(&prompt, 2 * HTTP_MAX_BODY_BYTES);
+	ts_buf_init(&c->text, (size_t)HTTP_MAX_TOKENS_CAP *
+	    GEN_TOKEN_MAX_BYTES * 3);
+	if (read_body(c, &body, &err) != TS_OK) {
+		http_error_set_param(&err, "%s", "");
+		send_error_v1(c, &err, NULL, 0);
+		goto out;
+	}
+	if (openai_parse_request(kind, body.p ? body.p : "", body.len, model,
+	    strlen(model), &req, &err) != TS_OK) {
+		send_error_v1(c, &err, NULL, 0);
+		goto out;
+	}
+	if (kind == OPENAI_CHAT) {
+		if (openai_chat_prompt(&req, &prompt) != TS_OK) {
+			http_error_set(&err, 400, "invalid_request_error",
+			    "invalid_value", "the messages are too long");
+			send_error_v1(c, &err, NULL, 0);
+			goto out;
+		}
+	} else if (ts_buf_append(&prompt, req.prompt, req.prompt_len) !=
+	    TS_OK) {
+		http_error_set(&err, 400, "invalid_request_error",
+		    "invalid_value", "the prompt is too long");
+		send_error_v1(c, &err, NULL, 0);
+		goto out;
+	}
+	memset(&job, 0, sizeof(job));
+	job.prompt = prompt.p ? prompt.p : "";
+	job.prompt_len = prompt.len;
+	job.prompt_tokens = prompt_tokens(job.prompt, job.prompt_len);
+	if (check_context(job.prompt_tokens, 0, &err)) {
+		send_error_v1(c, &err, NULL, 0);
+		goto out;
+	}
+	job.max_tokens = req.max_tokens;
+	job.prefill_ms = req.prefill_ms >= 0 ? (double)req.prefill_ms :
+	    engine_prefill_ms(&opt.engine.lat, job.prompt_tokens);
+	job.tpot_ms = req.tpot_ms >= 0 ? (double)req.tpot_ms : -1.0;
+	job.error_after = req.error_after;
+	job.t0_ns = t0;
+	job.notify_fd = c->w->evfd;
+	job.on_stall = conn_on_stall;
+	job.ctx = c;
+	job.kind = req.stream ? STATE_KIND_STREAM : STATE_KIND_GENERATE;
+	samp.lm = 1;
+	gen_params_defaults(&samp.params);
+	samp.params.temperature = req.temperature;
+	samp.params.top_p = req.top_p;
+	samp.params.has_seed = req.has_seed;
+	samp.params.seed = (uint64_t)req.seed;
+	samp.params.ignore_eos = req.ignore_eos;
+	job.sampling = &samp;
+	for (i = 0; i < req.n_stop && i < 4; i++) {
+		job.stop[i] = req.stop[i].s;
+		job.stop_len[i] = req.stop[i].len;
+	}
+	job.nstop = i;
+	if (submit(&job, &s, &err) != TS_OK) {
+		send_error_v1(c, &err, "Retry-After: 1\r\n", 0);
+		goto out;
+	}
+	c->req_id = engine_seq_id(s);
+	meta.kind = kind;
+	meta.id = c->req_id;
+	meta.created = (int64_t)time(NULL);
+	meta.model = model;
+	meta.model_len = strlen(model);
+	usage.prompt_tokens = (uint32_t)job.prompt_tokens;
+	if (req.stream) {
+		openai_stream_init(&c->v1, &meta, req.include_usage);
+		if (write_head(c, 200, "text/event-stream", c->req_id,
+		    "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n") !=
+		    TS_OK) {
+			engine_cancel(engine, s, engine_now_ns());
+			goto out;
+		}
+		fin = relay(c, s, &job, &v1_stream_ops);
+		if (fin == ENGINE_FINISH_CANCELLED)
+			goto out;
+		engine_seq_view(s, &v);
+		usage.completion_tokens = v.generated;
+		ts_buf_reset(b);
+		if (finish_error(job.error_after, fin, &err)) {
+			http_error_set_param(&err, "%s", "");
+			openai_encode_stream_error(b, &err);
+		} else {
+			openai_encode_end(b, &c->v1, v1_finish(fin), &usage);
+		}
+		if (conn_write_flush(c, b->p, b->len) != TS_OK)
+			engine_cancel(engine, s, engine_now_ns());
+		else
+			note_request_done(t0, engine_now_ns());
+		goto out;
+	}
+	fin = relay(c, s, &job, &generate_ops);
+	if (fin == ENGINE_FINISH_CANCELLED)
+		goto out;
+	if (finish_error(job.error_after, fin, &err)) {
+		http_error_set_param(&err, "%s", "");
+		send_error_v1(c, &err, NULL, c->req_id);
+		goto out;
+	}
+	engine_seq_view(s, &v);
+	usage.completion_tokens = v.generated;
+	ts_buf_reset(b);
+	if (openai_encode_response(b, &meta, c->text.p ? c->text.p : "",
+	    c->text.len, v1_finish(fin), &usage) != TS_OK ||
+	    ts_buf_append(b, "\n", 1) != TS_OK) {
+		http_error_set(&err, 500, "server_error", "encode_failed",
+		    "the response could not be encoded");
+		send_error_v1(c, &err, NULL, c->req_id);
+		goto out;
+	}
+	if (write_head(c, 200, "application/json", c->req_id, NULL) !=
+	    TS_OK || conn_write_flush(c, b->p, b->len) != TS_OK)
+		engine_cancel(engine, s, engine_now_ns());
+	else
+		note_request_done(t0, engine_now_ns());
+out:
+	engine_release(engine, s);
+	openai_request_free(&req);
+	ts_buf_free(&body);
+	ts_buf_free(&prompt);
+	ts_buf_free(&c->text);
+}
+
+/* GET /v1/models: the one served model, its backend and chat template. */
+static void
+handle_v1_models(struct conn *c)
+{
+	struct openai_model_info mi;
+	struct ts_buf b;
+
+	memset(&mi, 0, sizeof(mi));
+	mi.id = served_model();
+	mi.id_len = strlen(mi.id);
+	mi.created = (int64_t)started_at;
+	mi.max_model_len = backend.physical ?
+	    model_backend_context(&backend) : HTTP_MAX_TOKENS_CAP;
+	mi.backend = backend.name;
+	mi.chat_template = GEN_CHAT_TEMPLATE;
+	ts_buf_init(&b, 64 * 1024);
+	if (openai_encode_models(&b, &mi) == TS_OK &&
+	    ts_buf_append(&b, "\n", 1) == TS_OK &&
+	    write_head(c, 200, "application/json", 0, NULL) == TS_OK)
+		conn_write_flush(c, b.p, b.len);
+	ts_buf_free(&b);
 }
 
 static int
@@ -1038,13 +1288,15 @@ handle(struct worker *w)
 	c.req = &w->req;
 #define PATH_IS(s) (plen == sizeof(s) - 1 && memcmp(uri, s, plen) == 0)
 	c.cors = opt.cors_origin[0] != '\0' && (PATH_IS("/stream") ||
-	    PATH_IS("/generate") || PATH_IS("/health"));
+	    PATH_IS("/generate") || PATH_IS("/health") ||
+	    PATH_IS("/v1/completions") || PATH_IS("/v1/chat/completions") ||
+	    PATH_IS("/v1/models"));
 	if (c.cors && strcmp(method, "OPTIONS") == 0) {
 		/* CORS preflight (Fetch standard): a POST of JSON, or a GET
 		 * with Last-Event-ID, from a page of another origin. */
 		write_head(&c, 204, NULL, 0, "Access-Control-Allow-Methods: "
 		    "GET, POST, OPTIONS\r\nAccess-Control-Allow-Headers: "
-		    "Content-Type, Last-Event-ID\r\n"
+		    "Content-Type, Last-Event-ID, Authorization\r\n"
 		    "Access-Control-Max-Age: 600\r\n");
 	} else if (atomic_load(&stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
@@ -1069,6 +1321,28 @@ handle(struct worker *w)
 			handle_debug_generated(&c);
 		else
 			goto not_allowed_get;
+	} else if (PATH_IS("/v1/completions") ||
+	    PATH_IS("/v1/chat/completions")) {
+		if (strcmp(method, "POST") == 0) {
+			handle_v1_generate(&c, t0, PATH_IS("/v1/completions") ?
+			    OPENAI_COMPLETIONS : OPENAI_CHAT);
+		} else {
+			http_error_set(&err, 405, "invalid_request_error",
+			    "method_not_allowed", "%s %.*s is not allowed; use "
+			    "POST", method, (int)plen, uri);
+			send_error_v1(&c, &err, "Allow: POST\r\n", 0);
+		}
+	} else if (PATH_IS("/v1/models")) {
+		if (strcmp(method, "GET") == 0)
+			handle_v1_models(&c);
+		else
+			goto not_allowed_get;
+	} else if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0) {
+		http_error_set(&err, 404, "invalid_request_error",
+		    "unknown_url", "no endpoint at %.*s; tokstream serves "
+		    "/v1/completions, /v1/chat/completions and /v1/models",
+		    (int)(plen > 128 ? 128 : plen), uri);
+		send_error_v1(&c, &err, NULL, 0);
 	} else if (PATH_IS("/metrics")) {
 		if (strcmp(method, "GET") == 0)
 			handle_metrics(&c);
@@ -1149,6 +1423,8 @@ usage(FILE *f)
 "                               this long, 0 = never (default %.0f)\n"
 "      --no-cancel              demo only: keep generating for clients that\n"
 "                               left (the failure mode tokstream avoids)\n"
+"      --served-model-name NAME the /v1 model name (default tokstream-sim,\n"
+"                               or the --model file's name)\n"
 "      --backend sim|llama      what makes the tokens (default sim: the\n"
 "                               deterministic simulator and latency model)\n"
 "      --model FILE             llama2.c checkpoint (--backend llama)\n"
@@ -1217,7 +1493,7 @@ parse_options(int argc, char **argv)
 {
 	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS, O_SEQS,
 	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
-	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX };
+	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "state-dir", required_argument, NULL, 'd' },
@@ -1239,6 +1515,7 @@ parse_options(int argc, char **argv)
 		{ "write-stall-ms", required_argument, NULL, O_STALL },
 		{ "no-cancel", no_argument, NULL, O_NOCANCEL },
 		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "served-model-name", required_argument, NULL, O_SERVED },
 		{ "model", required_argument, NULL, O_MODEL },
 		{ "tokenizer", required_argument, NULL, O_TOKENIZER },
 		{ "model-threads", required_argument, NULL, O_MTHREADS },
@@ -1341,6 +1618,14 @@ parse_options(int argc, char **argv)
 			opt.backend = optarg;
 			break;
 		case O_MODEL: opt.model_path = optarg; break;
+		case O_SERVED:
+			if (*optarg == '\0' || strlen(optarg) > 128) {
+				fprintf(stderr, "tokstream-fcgi: "
+				    "--served-model-name is 1 to 128 bytes\n");
+				exit(2);
+			}
+			opt.served_model = optarg;
+			break;
 		case O_TOKENIZER: opt.tokenizer_path = optarg; break;
 		case O_MTHREADS:
 			opt.model_threads = parse_int("model-threads", optarg,
@@ -1458,6 +1743,7 @@ main(int argc, char **argv)
 	/* FCGX_Init installed its own handlers (NOTES "libfcgi traps");
 	 * SIGTERM stays blocked and is taken by sigwait below. */
 	signal(SIGPIPE, SIG_IGN);
+	started_at = time(NULL);
 	if (strcmp(opt.backend, "llama") == 0) {
 		struct model_options mo;
 
