@@ -1,8 +1,10 @@
 /*
  * backend.c - the model as an engine backend (see backend.h).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE             /* MAP_ANONYMOUS, MAP_POPULATE */
 #include "backend.h"
+
+#include <sys/mman.h>
 
 #include <errno.h>
 #include <math.h>
@@ -29,7 +31,8 @@ struct model_backend {
 
 /* One sequence: its KV cache and where its stream stands. */
 struct model_seq {
-	float *kv;                   /* model_kv_floats(ctx) */
+	float *kv;                   /* model_kv_floats(ctx), mmap'd */
+	size_t kv_bytes;
 	float *logits;               /* [vocab] */
 	uint32_t pos;                /* positions in the cache */
 	uint32_t last;               /* the token step() gave last, to
@@ -103,7 +106,8 @@ backend_seq_free(void *impl, void *seq)
 	(void)impl;
 	if (s == NULL)
 		return;
-	free(s->kv);
+	if (s->kv != NULL)
+		munmap(s->kv, s->kv_bytes);
 	free(s->logits);
 	free(s);
 }
@@ -133,7 +137,15 @@ backend_seq_start(void *impl, const char *prompt, size_t len, uint32_t skip,
 		goto out;
 	}
 	s = xcalloc(1, sizeof(*s));
-	s->kv = malloc(model_kv_floats(c, mb->ctx) * sizeof(float));
+	/* The KV cache is mapped, populated and unmapped on its own, as a
+	 * serving engine reserves it: the memory is resident while the
+	 * sequence lives and goes back to the system the moment it ends or
+	 * is cancelled (malloc could keep it in an arena). */
+	s->kv_bytes = model_kv_floats(c, mb->ctx) * sizeof(float);
+	s->kv = mmap(NULL, s->kv_bytes, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (s->kv == MAP_FAILED)
+		s->kv = NULL;
 	s->logits = malloc((size_t)c->vocab_size * sizeof(float));
 	if (s->kv == NULL || s->logits == NULL) {
 		rc = TS_ENOMEM;
