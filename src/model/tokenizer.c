@@ -12,6 +12,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tokenizer.h"
 
+#include "gen_utf8.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -185,6 +187,15 @@ tokenizer_load(struct tokenizer **out, const void *data, size_t len,
 		if (!isfinite(score)) {
 			snprintf(err, errlen, "token %u at offset %zu: score "
 			    "is not a finite number", count, off);
+			return TS_EFORMAT;
+		}
+		/* Pieces are text (SentencePiece writes UTF-8; raw bytes are
+		 * spelt "<0xXX>"): a piece that is not valid UTF-8 would
+		 * reach clients as broken JSON. */
+		if (!gen_utf8_valid((const char *)p + off + 8, (size_t)n)) {
+			snprintf(err, errlen, "token %u at offset %zu: its "
+			    "%d-byte piece is not valid UTF-8", count, off,
+			    n);
 			return TS_EFORMAT;
 		}
 		off += 8 + (size_t)n;

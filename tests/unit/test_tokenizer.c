@@ -377,6 +377,22 @@ test_validation(void **unused)
 	v = 5;
 	memcpy(buf + 8, &v, 4);
 
+	/* a piece that is not valid UTF-8: token 259 is "aa" */
+	{
+		size_t at = 4, k;
+
+		for (k = 0; k < 259; k++) {
+			int32_t l;
+
+			memcpy(&l, buf + at + 4, 4);
+			at += 8 + (size_t)l;
+		}
+		buf[at + 8] = 0xc3;     /* a lead byte, then 'a' */
+		expect_error(buf, len, 300, "token 259 at offset");
+		expect_error(buf, len, 300, "piece is not valid UTF-8");
+		buf[at + 8] = 'a';
+	}
+
 	/* a NaN score */
 	memcpy(buf + 4, &nan, 4);
 	expect_error(buf, len, 300, "token 0 at offset 4: score is not a "
