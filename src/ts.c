@@ -102,6 +102,17 @@ ts_buf_append(struct ts_buf *b, const void *data, size_t len)
 	return TS_OK;
 }
 
+enum ts_err
+ts_buf_append_part(struct ts_buf *b, const void *data, size_t len)
+{
+	size_t room = b->len < b->max ? b->max - b->len : 0;
+
+	if (len <= room)
+		return ts_buf_append(b, data, len);
+	(void)ts_buf_append(b, data, room);
+	return TS_ELIMIT;
+}
+
 void
 ts_buf_reset(struct ts_buf *b)
 {

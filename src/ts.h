@@ -49,6 +49,11 @@ void ts_buf_init(struct ts_buf *b, size_t max);
 /* Appends (data, len). TS_ELIMIT if the result would exceed max (the
  * buffer is then unchanged). Aborts on out of memory. */
 enum ts_err ts_buf_append(struct ts_buf *b, const void *data, size_t len);
+/* Appends as much of (data, len) as fits under max, for a capped copy of
+ * network data. TS_OK when all of it fit; TS_ELIMIT when bytes were
+ * dropped (the part that fits is kept). Aborts on out of memory. */
+enum ts_err ts_buf_append_part(struct ts_buf *b, const void *data,
+    size_t len);
 /* Empties the buffer, keeping its memory. */
 void ts_buf_reset(struct ts_buf *b);
 void ts_buf_free(struct ts_buf *b);

@@ -369,10 +369,7 @@ load_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 	}
 	if (q->status != 200) {
 		/* keep the start, for the JSON error's message */
-		if (q->body.len < LOAD_BODY_MAX)
-			(void)ts_buf_append(&q->body, ptr,
-			    n < LOAD_BODY_MAX - q->body.len ? n :
-			    LOAD_BODY_MAX - q->body.len);
+		(void)ts_buf_append_part(&q->body, ptr, n);
 		return n;
 	}
 	rc = sse_parser_feed(&q->parser, ptr, n);

@@ -89,10 +89,10 @@ struct tokbench_opts {
 	long prefill_ms;        /* --prefill-ms, sent as prefill_ms; -1 */
 };
 
-/* A growable byte buffer with a hard cap; bytes past it are dropped. */
-struct tokbench_buf {
-	char *p;
-	size_t len, cap, max;
+/* A capped copy of an answer's body: what fits under buf.max, and
+ * whether bytes were dropped (a cut body is not parsed as JSON). */
+struct tokbench_body {
+	struct ts_buf buf;
 	int truncated;
 };
 
@@ -129,7 +129,7 @@ struct tokbench_stream {
 	int status_known;
 	long status;
 	char errbuf[CURL_ERROR_SIZE];
-	struct tokbench_buf body;       /* body of a non-200 answer */
+	struct tokbench_body body;      /* body of a non-200 answer */
 	/* results */
 	char request_id[TOKBENCH_ID_MAX + 1];
 	size_t request_id_len;
@@ -193,22 +193,12 @@ tokbench_sleep_ms(long ms)
 		;
 }
 
-/* Appends (src, n) up to b->max bytes; remembers that bytes were lost. */
+/* Appends what fits of (src, n); remembers that bytes were lost. */
 static void
-tokbench_buf_put(struct tokbench_buf *b, const char *src, size_t n)
+tokbench_body_put(struct tokbench_body *b, const char *src, size_t n)
 {
-	if (n > b->max - b->len) {
-		n = b->max - b->len;
+	if (ts_buf_append_part(&b->buf, src, n) != TS_OK)
 		b->truncated = 1;
-	}
-	if (n == 0)
-		return;
-	if (b->len + n > b->cap) {
-		b->cap = b->len + n < b->max / 2 ? (b->len + n) * 2 : b->max;
-		b->p = xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->len, src, n);
-	b->len += n;
 }
 
 /*
@@ -814,7 +804,7 @@ tokbench_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 		return 0;
 	}
 	if (s->status != 200) {
-		tokbench_buf_put(&s->body, ptr, n);
+		tokbench_body_put(&s->body, ptr, n);
 		return n;
 	}
 	rc = sse_parser_feed(&s->parser, ptr, n);
@@ -843,14 +833,15 @@ tokbench_url(const struct tokbench_opts *o, const char *path)
  */
 static void
 tokbench_http_error(const char *url, long status,
-    const struct tokbench_buf *body)
+    const struct tokbench_body *body)
 {
 	json_error_t jerr;
 	json_t *root = NULL;
 	char *txt = NULL;
 
-	if (body->len > 0 && !body->truncated)
-		root = json_loadb(body->p, body->len, JSON_ALLOW_NUL, &jerr);
+	if (body->buf.len > 0 && !body->truncated)
+		root = json_loadb(body->buf.p, body->buf.len, JSON_ALLOW_NUL,
+		    &jerr);
 	if (root != NULL)
 		txt = tokbench_error_text(root);
 	if (txt != NULL)
@@ -877,7 +868,7 @@ tokbench_stream_init(struct tokbench_stream *s, const struct tokbench_opts *o,
 	s->stop_after = stop_after;
 	s->keep_log = keep_log;
 	s->done_ms = -1.0;
-	s->body.max = TOKBENCH_BODY_MAX;
+	ts_buf_init(&s->body.buf, TOKBENCH_BODY_MAX);
 	sse_parser_init(&s->parser, tokbench_on_event, tokbench_on_comment, s);
 }
 
@@ -890,7 +881,7 @@ tokbench_stream_free(struct tokbench_stream *s)
 	sse_parser_free(&s->parser);
 	if (s->curl != NULL)
 		curl_easy_cleanup(s->curl);
-	free(s->body.p);
+	ts_buf_free(&s->body.buf);
 	free(s->arrival_ms);
 	free(s->error_text);
 	for (i = 0; i < s->nlog; i++)
@@ -1100,7 +1091,7 @@ tokbench_write_itl(const struct tokbench_opts *o,
 static size_t
 tokbench_on_poll_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	tokbench_buf_put(ud, ptr, size * nmemb);
+	tokbench_body_put(ud, ptr, size * nmemb);
 	return size * nmemb;
 }
 
@@ -1113,7 +1104,7 @@ static enum ts_err
 tokbench_poll_once(const struct tokbench_opts *o, const char *id,
     struct tokbench_cancel *c)
 {
-	struct tokbench_buf body = {NULL, 0, 0, TOKBENCH_BODY_MAX, 0};
+	struct tokbench_body body = {{NULL, 0, 0, TOKBENCH_BODY_MAX}, 0};
 	char errbuf[CURL_ERROR_SIZE], *esc = NULL, *full = NULL, *url, *txt;
 	json_t *root = NULL, *st, *gen, *req;
 	json_error_t jerr;
@@ -1158,7 +1149,7 @@ tokbench_poll_once(const struct tokbench_opts *o, const char *id,
 		goto out;
 	}
 	root = body.truncated ? NULL :
-	    json_loadb(body.p ? body.p : "", body.len, 0, &jerr);
+	    json_loadb(body.buf.p ? body.buf.p : "", body.buf.len, 0, &jerr);
 	st = json_object_get(root, "status");
 	gen = json_object_get(root, "generated");
 	req = json_object_get(root, "requested");
@@ -1182,7 +1173,7 @@ out:
 	curl_free(esc);
 	free(full);
 	free(url);
-	free(body.p);
+	ts_buf_free(&body.buf);
 	return rc;
 }
 

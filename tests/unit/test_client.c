@@ -1,7 +1,8 @@
 /*
  * test_client.c - the pure parts of tokbench's shared libcurl client
  * (client.h): sorting header lines as a libcurl header callback gets
- * them, and recognising text/event-stream.
+ * them, and recognising text/event-stream; and the capped copy both
+ * write callbacks keep of a non-200 body (ts_buf_append_part, ts.h).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,6 +113,33 @@ test_is_sse_type(void **state)
 			fail_msg("'%s': want %d", t[i].ct, t[i].want);
 }
 
+/* Chunks of a body into a 10-byte cap, split at every point. */
+static void
+test_body_capture(void **state)
+{
+	static const char body[] = "0123456789abcdef";
+	struct ts_buf b;
+	size_t cut, total;
+	enum ts_err rc, last;
+
+	(void)state;
+	for (total = 0; total <= 16; total++)
+		for (cut = 0; cut <= total; cut++) {
+			ts_buf_init(&b, 10);
+			rc = ts_buf_append_part(&b, body, cut);
+			last = ts_buf_append_part(&b, body + cut,
+			    total - cut);
+			assert_int_equal(rc, cut <= 10 ? TS_OK : TS_ELIMIT);
+			/* nothing left to drop after a full first part */
+			assert_int_equal(last, total <= 10 || cut == total ?
+			    TS_OK : TS_ELIMIT);
+			assert_int_equal(b.len, total <= 10 ? total : 10);
+			if (b.len > 0)
+				assert_memory_equal(b.p, body, b.len);
+			ts_buf_free(&b);
+		}
+}
+
 int
 main(void)
 {
@@ -119,6 +147,7 @@ main(void)
 		cmocka_unit_test(test_header_line_table),
 		cmocka_unit_test(test_header_line_not_terminated),
 		cmocka_unit_test(test_is_sse_type),
+		cmocka_unit_test(test_body_capture),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
