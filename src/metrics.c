@@ -166,19 +166,6 @@ static _Atomic uint64_t process_token;
 /* The pid whose leftover slots have been released (slot_cleanup). */
 static _Atomic uint64_t cleaned_pid;
 
-static uint64_t
-fnv1a(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 /*
  * The layout hash: changes with any bucket bound or any count in the
  * header, so that a build with other buckets never shares a file whose
@@ -187,17 +174,17 @@ fnv1a(uint64_t h, const void *p, size_t len)
 static uint64_t
 layout_hash(void)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = TS_FNV1A_INIT;
 	uint32_t words[] = { METRICS_VERSION, (uint32_t)METRICS_FILE_SIZE,
 		METRICS_HIST_COUNT, METRICS_HIST_WORDS, METRICS_COUNTER_COUNT,
 		METRICS_REASON_COUNT, METRICS_SLOTS };
 	unsigned i;
 
-	h = fnv1a(h, words, sizeof(words));
+	h = ts_fnv1a(h, words, sizeof(words));
 	for (i = 0; i < METRICS_HIST_COUNT; i++) {
-		h = fnv1a(h, &hist_desc[i].nbounds,
+		h = ts_fnv1a(h, &hist_desc[i].nbounds,
 		    sizeof(hist_desc[i].nbounds));
-		h = fnv1a(h, hist_desc[i].bounds,
+		h = ts_fnv1a(h, hist_desc[i].bounds,
 		    hist_desc[i].nbounds * sizeof(uint64_t));
 	}
 	return h;
@@ -254,7 +241,7 @@ token_of(uint64_t pid)
 
 	while (cur >> 32 != pid) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		mine = pid << 32 | (fnv1a(0xcbf29ce484222325ULL, &ts,
+		mine = pid << 32 | (ts_fnv1a(TS_FNV1A_INIT, &ts,
 		    sizeof(ts)) & 0xffffffffu);
 		if (atomic_compare_exchange_weak(&process_token, &cur, mine))
 			return mine;

@@ -130,6 +130,19 @@ ts_buf_free(struct ts_buf *b)
 	b->cap = 0;
 }
 
+uint64_t
+ts_fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
 long long
 ts_ms_to_ns(double ms)
 {

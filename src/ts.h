@@ -8,6 +8,7 @@
 #define TS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum ts_err {
 	TS_OK = 0,      /* success */
@@ -60,5 +61,14 @@ void ts_buf_free(struct ts_buf *b);
 
 /* Milliseconds to nanoseconds, rounded to the nearest ns; negative → 0. */
 long long ts_ms_to_ns(double ms);
+
+/*
+ * FNV-1a, 64 bits (Fowler, Noll, Vo; draft-eastlake-fnv), of (p, len)
+ * continued from h: start with TS_FNV1A_INIT, feed more bytes by passing
+ * the result back. Not cryptographic; its values are kept in files and
+ * ids (resume.h, metrics.h), so it must never change.
+ */
+#define TS_FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t ts_fnv1a(uint64_t h, const void *p, size_t len);
 
 #endif /* TS_H */
