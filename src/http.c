@@ -373,22 +373,17 @@ out:
 	return rc;
 }
 
-enum ts_err
-http_error_json(const struct http_error *err, struct ts_buf *b)
+/*
+ * Appends `o` as compact JSON (one line) to b and drops the reference;
+ * o NULL (a failed json_pack) is TS_ENOMEM. Returns what
+ * ts_buf_append() returns, or TS_ENOMEM.
+ */
+static enum ts_err
+append_compact(struct ts_buf *b, json_t *o)
 {
-	json_t *o;
 	char *s;
 	enum ts_err rc;
 
-	o = json_pack("{s:{s:s,s:s,s:s*}}", "error", "message", err->message,
-	    "type", err->type ? err->type : "server_error", "code",
-	    err->code);
-	if (o == NULL) {
-		/* message was not UTF-8 (it can quote input): say less */
-		o = json_pack("{s:{s:s,s:s,s:s*}}", "error", "message",
-		    "invalid request", "type",
-		    err->type ? err->type : "server_error", "code", err->code);
-	}
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (s == NULL)
@@ -399,12 +394,27 @@ http_error_json(const struct http_error *err, struct ts_buf *b)
 }
 
 enum ts_err
+http_error_json(const struct http_error *err, struct ts_buf *b)
+{
+	json_t *o;
+
+	o = json_pack("{s:{s:s,s:s,s:s*}}", "error", "message", err->message,
+	    "type", err->type ? err->type : "server_error", "code",
+	    err->code);
+	if (o == NULL) {
+		/* message was not UTF-8 (it can quote input): say less */
+		o = json_pack("{s:{s:s,s:s,s:s*}}", "error", "message",
+		    "invalid request", "type",
+		    err->type ? err->type : "server_error", "code", err->code);
+	}
+	return append_compact(b, o);
+}
+
+enum ts_err
 http_error_json_openai(const struct http_error *err, struct ts_buf *b)
 {
 	const char *type = err->type ? err->type : "server_error";
 	json_t *o, *param;
-	char *s;
-	enum ts_err rc;
 
 	/* Both strings can quote input (param names an array index at
 	 * most, but be safe): a non-UTF-8 one becomes null or generic. */
@@ -418,13 +428,7 @@ http_error_json_openai(const struct http_error *err, struct ts_buf *b)
 		    "invalid request", "type", type, "param", param, "code",
 		    err->code);
 	json_decref(param);
-	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	if (s == NULL)
-		return TS_ENOMEM;
-	rc = ts_buf_append(b, s, strlen(s));
-	free(s);
-	return rc;
+	return append_compact(b, o);
 }
 
 const char *

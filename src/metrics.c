@@ -6,9 +6,9 @@
  */
 #define _GNU_SOURCE
 #include "metrics.h"
+#include "shmfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -166,19 +166,6 @@ static _Atomic uint64_t process_token;
 /* The pid whose leftover slots have been released (slot_cleanup). */
 static _Atomic uint64_t cleaned_pid;
 
-static uint64_t
-fnv1a(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 /*
  * The layout hash: changes with any bucket bound or any count in the
  * header, so that a build with other buckets never shares a file whose
@@ -187,17 +174,17 @@ fnv1a(uint64_t h, const void *p, size_t len)
 static uint64_t
 layout_hash(void)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = TS_FNV1A_INIT;
 	uint32_t words[] = { METRICS_VERSION, (uint32_t)METRICS_FILE_SIZE,
 		METRICS_HIST_COUNT, METRICS_HIST_WORDS, METRICS_COUNTER_COUNT,
 		METRICS_REASON_COUNT, METRICS_SLOTS };
 	unsigned i;
 
-	h = fnv1a(h, words, sizeof(words));
+	h = ts_fnv1a(h, words, sizeof(words));
 	for (i = 0; i < METRICS_HIST_COUNT; i++) {
-		h = fnv1a(h, &hist_desc[i].nbounds,
+		h = ts_fnv1a(h, &hist_desc[i].nbounds,
 		    sizeof(hist_desc[i].nbounds));
-		h = fnv1a(h, hist_desc[i].bounds,
+		h = ts_fnv1a(h, hist_desc[i].bounds,
 		    hist_desc[i].nbounds * sizeof(uint64_t));
 	}
 	return h;
@@ -254,7 +241,7 @@ token_of(uint64_t pid)
 
 	while (cur >> 32 != pid) {
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		mine = pid << 32 | (fnv1a(0xcbf29ce484222325ULL, &ts,
+		mine = pid << 32 | (ts_fnv1a(TS_FNV1A_INIT, &ts,
 		    sizeof(ts)) & 0xffffffffu);
 		if (atomic_compare_exchange_weak(&process_token, &cur, mine))
 			return mine;
@@ -395,11 +382,12 @@ lock_file(int fd, int op)
 }
 
 /*
- * Opening follows state_open() (state.c) with one change: every handle
- * keeps a shared lock for its lifetime, so an opener that gets the lock
- * exclusively (LOCK_NB) knows no other process uses the file and may
- * re-initialise it; one that cannot waits for a shared lock (that is,
- * for a concurrent initialiser to finish) and only validates.
+ * Opening shares its first and last steps with state_open() (state.c):
+ * shmfile_open() and shmfile_map(). The locking between them differs:
+ * every handle keeps a shared lock for its lifetime, so an opener that
+ * gets the lock exclusively (LOCK_NB) knows no other process uses the
+ * file and may re-initialise it; one that cannot waits for a shared lock
+ * (that is, for a concurrent initialiser to finish) and only validates.
  */
 enum ts_err
 metrics_open(struct metrics **out, const char *dir, char *errbuf,
@@ -410,28 +398,14 @@ metrics_open(struct metrics **out, const char *dir, char *errbuf,
 	struct stat sb;
 	char path[4096], why[96];
 	void *map = MAP_FAILED;
-	int fd, saved, alone, valid = 0;
-	enum ts_err rc = TS_ESYS;
+	int fd = -1, saved, alone, valid = 0;
+	enum ts_err rc;
 
 	*out = NULL;
-	if (snprintf(path, sizeof(path), "%s/%s", dir, METRICS_FILE_NAME) >=
-	    (int)sizeof(path)) {
-		snprintf(errbuf, errlen, "metrics directory path too long");
-		return TS_EINVAL;
-	}
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		saved = errno;
-		snprintf(errbuf, errlen, "cannot create %s: %s", dir,
-		    strerror(saved));
-		return TS_ESYS;
-	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		saved = errno;
-		snprintf(errbuf, errlen, "cannot open %s: %s", path,
-		    strerror(saved));
-		return TS_ESYS;
-	}
+	if ((rc = shmfile_open(dir, METRICS_FILE_NAME, path, sizeof(path),
+	    &fd, errbuf, errlen)) != TS_OK)
+		return rc;
+	rc = TS_ESYS;
 	if (lock_file(fd, LOCK_EX | LOCK_NB) == 0)
 		alone = 1;
 	else if (errno == EWOULDBLOCK && lock_file(fd, LOCK_SH) == 0)
@@ -469,21 +443,9 @@ metrics_open(struct metrics **out, const char *dir, char *errbuf,
 		    strerror(saved));
 		goto out;
 	}
-	/* Reserve every page now: a store into a mapped page that a full
-	 * file system cannot back is a SIGBUS, not an error code. */
-	if ((saved = posix_fallocate(fd, 0, (off_t)METRICS_FILE_SIZE)) != 0) {
-		snprintf(errbuf, errlen, "cannot reserve %zu bytes for %s: %s",
-		    METRICS_FILE_SIZE, path, strerror(saved));
+	if (shmfile_map(fd, path, METRICS_FILE_SIZE, &map, errbuf, errlen) !=
+	    TS_OK)
 		goto out;
-	}
-	map = mmap(NULL, METRICS_FILE_SIZE, PROT_READ | PROT_WRITE,
-	    MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		saved = errno;
-		snprintf(errbuf, errlen, "cannot map %s: %s", path,
-		    strerror(saved));
-		goto out;
-	}
 	if (!valid)
 		header_init(map);
 	/* Initialised: let the others in. */

@@ -7,22 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
-
-static uint64_t
-fnv1a(uint64_t h, const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= b[i];
-		h *= FNV_PRIME;
-	}
-	return h;
-}
-
 static uint64_t
 fnv1a_u64(uint64_t h, uint64_t v)
 {
@@ -31,17 +15,17 @@ fnv1a_u64(uint64_t h, uint64_t v)
 
 	for (i = 0; i < 8; i++)
 		le[i] = (unsigned char)(v >> (8 * i));
-	return fnv1a(h, le, sizeof(le));
+	return ts_fnv1a(h, le, sizeof(le));
 }
 
 uint64_t
 resume_key(const char *prompt, size_t len, uint32_t max_tokens,
     int32_t error_after)
 {
-	uint64_t h = fnv1a(FNV_OFFSET, "tokstream-resume-v1", 19);
+	uint64_t h = ts_fnv1a(TS_FNV1A_INIT, "tokstream-resume-v1", 19);
 
 	h = fnv1a_u64(h, (uint64_t)len);
-	h = fnv1a(h, prompt, len);
+	h = ts_fnv1a(h, prompt, len);
 	h = fnv1a_u64(h, max_tokens);
 	h = fnv1a_u64(h, (uint64_t)(int64_t)error_after);
 	return h;

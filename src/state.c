@@ -4,9 +4,9 @@
  */
 #define _GNU_SOURCE
 #include "state.h"
+#include "shmfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -101,28 +101,15 @@ state_open(struct state **out, const char *dir, char *errbuf, size_t errlen)
 	    (size_t)STATE_CAPACITY * STATE_RECORD_SIZE;
 	void *map;
 	int fd = -1, saved;
-	enum ts_err rc = TS_ESYS;
+	enum ts_err rc;
 
 	*out = NULL;
-	if (snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE_NAME) >=
-	    (int)sizeof(path)) {
-		snprintf(errbuf, errlen, "state directory path too long");
-		return TS_EINVAL;
-	}
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-		saved = errno;
-		snprintf(errbuf, errlen, "cannot create %s: %s", dir,
-		    strerror(saved));
-		return TS_ESYS;
-	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		saved = errno;
-		snprintf(errbuf, errlen, "cannot open %s: %s", path,
-		    strerror(saved));
-		return TS_ESYS;
-	}
-	/* Initialisation is serialised across processes by flock. */
+	if ((rc = shmfile_open(dir, STATE_FILE_NAME, path, sizeof(path), &fd,
+	    errbuf, errlen)) != TS_OK)
+		return rc;
+	rc = TS_ESYS;
+	/* Initialisation is serialised across processes by flock. Unlike
+	 * the metrics file, no lock is kept once the file is ready. */
 	if (flock(fd, LOCK_EX) != 0 || fstat(fd, &sb) != 0) {
 		saved = errno;
 		snprintf(errbuf, errlen, "cannot lock %s: %s", path,
@@ -135,20 +122,8 @@ state_open(struct state **out, const char *dir, char *errbuf, size_t errlen)
 		    strerror(saved));
 		goto out;
 	}
-	/* Reserve every page now: a store into a mapped page that a full
-	 * file system cannot back is a SIGBUS, not an error code. */
-	if ((saved = posix_fallocate(fd, 0, (off_t)len)) != 0) {
-		snprintf(errbuf, errlen, "cannot reserve %zu bytes for %s: %s",
-		    len, path, strerror(saved));
+	if (shmfile_map(fd, path, len, &map, errbuf, errlen) != TS_OK)
 		goto out;
-	}
-	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		saved = errno;
-		snprintf(errbuf, errlen, "cannot map %s: %s", path,
-		    strerror(saved));
-		goto out;
-	}
 	st = xcalloc(1, sizeof(*st));
 	st->fd = fd;
 	st->map_len = len;

@@ -102,6 +102,17 @@ ts_buf_append(struct ts_buf *b, const void *data, size_t len)
 	return TS_OK;
 }
 
+enum ts_err
+ts_buf_append_part(struct ts_buf *b, const void *data, size_t len)
+{
+	size_t room = b->len < b->max ? b->max - b->len : 0;
+
+	if (len <= room)
+		return ts_buf_append(b, data, len);
+	(void)ts_buf_append(b, data, room);
+	return TS_ELIMIT;
+}
+
 void
 ts_buf_reset(struct ts_buf *b)
 {
@@ -117,6 +128,19 @@ ts_buf_free(struct ts_buf *b)
 	b->p = NULL;
 	b->len = 0;
 	b->cap = 0;
+}
+
+uint64_t
+ts_fnv1a(uint64_t h, const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
 }
 
 long long

@@ -8,6 +8,7 @@
 #define TS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 enum ts_err {
 	TS_OK = 0,      /* success */
@@ -49,11 +50,25 @@ void ts_buf_init(struct ts_buf *b, size_t max);
 /* Appends (data, len). TS_ELIMIT if the result would exceed max (the
  * buffer is then unchanged). Aborts on out of memory. */
 enum ts_err ts_buf_append(struct ts_buf *b, const void *data, size_t len);
+/* Appends as much of (data, len) as fits under max, for a capped copy of
+ * network data. TS_OK when all of it fit; TS_ELIMIT when bytes were
+ * dropped (the part that fits is kept). Aborts on out of memory. */
+enum ts_err ts_buf_append_part(struct ts_buf *b, const void *data,
+    size_t len);
 /* Empties the buffer, keeping its memory. */
 void ts_buf_reset(struct ts_buf *b);
 void ts_buf_free(struct ts_buf *b);
 
 /* Milliseconds to nanoseconds, rounded to the nearest ns; negative → 0. */
 long long ts_ms_to_ns(double ms);
+
+/*
+ * FNV-1a, 64 bits (Fowler, Noll, Vo; draft-eastlake-fnv), of (p, len)
+ * continued from h: start with TS_FNV1A_INIT, feed more bytes by passing
+ * the result back. Not cryptographic; its values are kept in files and
+ * ids (resume.h, metrics.h), so it must never change.
+ */
+#define TS_FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t ts_fnv1a(uint64_t h, const void *p, size_t len);
 
 #endif /* TS_H */

@@ -34,7 +34,6 @@
 #endif
 
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -47,13 +46,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
 
 #include "../ts.h"
+#include "client.h"
 #include "load.h"
 #include "load_report.h"
 #include "sse_parse.h"
@@ -74,7 +73,6 @@
 #define LOAD_REQUESTS_MAX 100000000L
 #define LOAD_RATE_MAX 1e6               /* requests per second */
 #define LOAD_DURATION_MAX 86400.0 * 30  /* seconds */
-#define LOAD_CONNECT_TIMEOUT_MS 5000L
 #define LOAD_POLL_MAX_MS 1000           /* longest curl_multi_poll wait */
 #define LOAD_PROGRESS_MS 1000.0         /* progress line period */
 #define LOAD_ID_MAX 256                 /* longest X-Request-Id kept */
@@ -169,17 +167,6 @@ load_err(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-}
-
-/* Milliseconds from *t0 to now, on CLOCK_MONOTONIC. */
-static double
-load_ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) * 1e3 +
-	    (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
 /*
@@ -327,53 +314,36 @@ load_on_event(void *ud, const struct sse_event *ev)
 /*
  * libcurl header callback: keeps X-Request-Id (the server's stream id,
  * which /_debug/generated?id= knows). A status line starts a new response
- * and forgets an earlier one's id. Returns n (go on).
+ * and forgets an earlier one's id. An unusable id (see
+ * client_header_line(), and bytes over 0x7f) is ignored, keeping an
+ * earlier one. Returns n (go on).
  */
 static size_t
 load_on_header(char *ptr, size_t size, size_t nitems, void *ud)
 {
-	static const char name[] = "X-Request-Id:";
 	struct load_req *q = ud;
-	size_t n = size * nitems, i, a, b;
+	size_t n = size * nitems, i, len = 0;
+	const char *val = NULL;
 
-	if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+	switch (client_header_line(ptr, n, LOAD_ID_MAX, &val, &len)) {
+	case CLIENT_HEADER_STATUS:
 		q->request_id_len = 0;
-		return n;
+		break;
+	case CLIENT_HEADER_ID:
+		/* printable ASCII only: an id goes into JSON and onto
+		 * terminals */
+		for (i = 0; i < len; i++)
+			if ((unsigned char)val[i] >= 0x80)
+				return n;
+		memcpy(q->request_id, val, len);
+		q->request_id[len] = '\0';
+		q->request_id_len = len;
+		break;
+	case CLIENT_HEADER_ID_BAD:
+	case CLIENT_HEADER_OTHER:
+		break;
 	}
-	if (n < sizeof(name) - 1 ||
-	    strncasecmp(ptr, name, sizeof(name) - 1) != 0)
-		return n;
-	a = sizeof(name) - 1;
-	b = n;
-	while (a < b && (ptr[a] == ' ' || ptr[a] == '\t'))
-		a++;
-	while (b > a && (ptr[b - 1] == '\r' || ptr[b - 1] == '\n' ||
-	    ptr[b - 1] == ' ' || ptr[b - 1] == '\t'))
-		b--;
-	if (b == a || b - a > LOAD_ID_MAX)
-		return n;
-	/* printable ASCII only: an id goes into JSON and onto terminals */
-	for (i = a; i < b; i++)
-		if ((unsigned char)ptr[i] < 0x21 ||
-		    (unsigned char)ptr[i] >= 0x7f)
-			return n;
-	memcpy(q->request_id, ptr + a, b - a);
-	q->request_id[b - a] = '\0';
-	q->request_id_len = b - a;
 	return n;
-}
-
-/* True when Content-Type `ct` (NULL when absent) is text/event-stream. */
-static int
-load_is_sse_type(const char *ct)
-{
-	static const char want[] = "text/event-stream";
-	char next;
-
-	if (ct == NULL || strncasecmp(ct, want, sizeof(want) - 1) != 0)
-		return 0;
-	next = ct[sizeof(want) - 1];
-	return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
 /*
@@ -387,30 +357,19 @@ load_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	struct load_req *q = ud;
 	size_t n = size * nmemb;
-	char *ct = NULL;
+	char why[CLIENT_WHY_MAX];
 	enum ts_err rc;
 
-	q->chunk_ms = load_ms_since(&q->t0);
-	if (!q->status_known) {
-		q->status_known = 1;
-		curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
-		if (q->status == 200) {
-			curl_easy_getinfo(q->curl, CURLINFO_CONTENT_TYPE, &ct);
-			if (!load_is_sse_type(ct)) {
-				q->proto_fail = 1;
-				load_req_msg(q, "HTTP 200 with Content-Type "
-				    "%.60s, not text/event-stream",
-				    ct ? ct : "(none)");
-				return 0;
-			}
-		}
+	q->chunk_ms = client_ms_since(&q->t0);
+	if (client_check_start(q->curl, &q->status_known, &q->status, why,
+	    sizeof(why)) != TS_OK) {
+		q->proto_fail = 1;
+		load_req_msg(q, "%s", why);
+		return 0;
 	}
 	if (q->status != 200) {
 		/* keep the start, for the JSON error's message */
-		if (q->body.len < LOAD_BODY_MAX)
-			(void)ts_buf_append(&q->body, ptr,
-			    n < LOAD_BODY_MAX - q->body.len ? n :
-			    LOAD_BODY_MAX - q->body.len);
+		(void)ts_buf_append_part(&q->body, ptr, n);
 		return n;
 	}
 	rc = sse_parser_feed(&q->parser, ptr, n);
@@ -422,22 +381,6 @@ load_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 		    q->parser.max_bytes);
 	}
 	return 0;
-}
-
-/*
- * CURLOPT_SOCKOPTFUNCTION of --abandon-rst: SO_LINGER with a zero timeout
- * makes close(2) send a TCP RST instead of a FIN, as a client that is
- * killed does.
- */
-static int
-load_sockopt_rst(void *ud, curl_socket_t fd, curlsocktype purpose)
-{
-	struct linger lg = { 1, 0 };
-
-	(void)ud;
-	if (purpose == CURLSOCKTYPE_IPCXN)
-		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	return CURL_SOCKOPT_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -520,19 +463,9 @@ load_req_start(struct load_run *run)
 		load_req_free(q);
 		return TS_ENOMEM;
 	}
-	curl_easy_setopt(q->curl, CURLOPT_URL, q->url);
-	curl_easy_setopt(q->curl, CURLOPT_PROXY, "");
-	curl_easy_setopt(q->curl, CURLOPT_HTTP_VERSION,
-	    (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(q->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(q->curl, CURLOPT_CONNECTTIMEOUT_MS,
-	    LOAD_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(q->curl, CURLOPT_TIMEOUT_MS,
+	client_curl_common(q->curl, q->errbuf,
 	    (long)ceil(o->timeout_s * 1000.0));
-	curl_easy_setopt(q->curl, CURLOPT_FORBID_REUSE, 1L);
-	curl_easy_setopt(q->curl, CURLOPT_USERAGENT,
-	    "tokbench/" PACKAGE_VERSION);
-	curl_easy_setopt(q->curl, CURLOPT_ERRORBUFFER, q->errbuf);
+	curl_easy_setopt(q->curl, CURLOPT_URL, q->url);
 	curl_easy_setopt(q->curl, CURLOPT_HTTPHEADER, run->hdrs);
 	curl_easy_setopt(q->curl, CURLOPT_WRITEFUNCTION, load_on_body);
 	curl_easy_setopt(q->curl, CURLOPT_WRITEDATA, q);
@@ -541,7 +474,7 @@ load_req_start(struct load_run *run)
 	curl_easy_setopt(q->curl, CURLOPT_PRIVATE, q);
 	if (q->plan.abandon_after > 0 && o->abandon_rst)
 		curl_easy_setopt(q->curl, CURLOPT_SOCKOPTFUNCTION,
-		    load_sockopt_rst);
+		    client_sockopt_rst);
 	clock_gettime(CLOCK_MONOTONIC, &q->t0);
 	if ((mc = curl_multi_add_handle(run->multi, q->curl)) != CURLM_OK) {
 		load_err("curl_multi_add_handle: %s", curl_multi_strerror(mc));
@@ -559,16 +492,6 @@ load_req_start(struct load_run *run)
 	if (run->in_flight > run->max_in_flight)
 		run->max_in_flight = run->in_flight;
 	return TS_OK;
-}
-
-/* True for libcurl results that mean no connection was made. */
-static int
-load_is_connect_failure(CURLcode cc, curl_off_t connect_us)
-{
-	return cc == CURLE_COULDNT_CONNECT ||
-	    cc == CURLE_COULDNT_RESOLVE_HOST ||
-	    cc == CURLE_COULDNT_RESOLVE_PROXY ||
-	    (cc == CURLE_OPERATION_TIMEDOUT && connect_us == 0);
 }
 
 /* What became of a request (see the top of this file). */
@@ -597,7 +520,7 @@ load_req_classify(struct load_req *q, CURLcode cc, curl_off_t connect_us,
 	if (q->proto_fail) {
 		*kind = LOAD_FAIL_PROTOCOL;
 	} else if (q->status == 0) {
-		if (load_is_connect_failure(cc, connect_us))
+		if (client_unreachable(cc, connect_us))
 			*kind = LOAD_FAIL_CONNECT;
 		else if (cc == CURLE_OPERATION_TIMEDOUT)
 			*kind = LOAD_FAIL_TIMEOUT;
@@ -822,7 +745,7 @@ load_loop(struct load_run *run, double *duration_s)
 	run->next_arrival_ms = 0.0;
 	run->next_progress_ms = LOAD_PROGRESS_MS;
 	for (;;) {
-		now = load_ms_since(&run->t0);
+		now = client_ms_since(&run->t0);
 		load_check_bounds(run, now);
 		if ((rc = load_start_due(run, now)) != TS_OK)
 			break;
@@ -845,7 +768,7 @@ load_loop(struct load_run *run, double *duration_s)
 			load_req_end(run, q, m->data.result);
 			ended++;
 		}
-		now = load_ms_since(&run->t0);
+		now = client_ms_since(&run->t0);
 		if (!o->quiet && now >= run->next_progress_ms) {
 			load_progress(run, now);
 			while (run->next_progress_ms <= now)
@@ -864,7 +787,7 @@ load_loop(struct load_run *run, double *duration_s)
 			break;
 		}
 	}
-	*duration_s = load_ms_since(&run->t0) / 1e3;
+	*duration_s = client_ms_since(&run->t0) / 1e3;
 	return rc;
 }
 

@@ -23,7 +23,6 @@
 #include "config.h"
 #endif
 
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -38,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +44,7 @@
 #include <jansson.h>
 
 #include "../ts.h"
+#include "client.h"
 #include "load.h"
 #include "sse_parse.h"
 #include "stats.h"
@@ -64,7 +63,6 @@ extern char **environ;
 #define TOKBENCH_POLL_EVERY_MS 20       /* /_debug/generated poll period */
 #define TOKBENCH_POLL_TIMEOUT_MS 10000  /* give up waiting for "running" */
 #define TOKBENCH_POLL_REQ_TIMEOUT_MS 2000
-#define TOKBENCH_CONNECT_TIMEOUT_MS 5000
 #define TOKBENCH_DEFAULT_TIMEOUT_S 60   /* whole /stream request */
 #define TOKBENCH_MAX_TOKENS 1000000L    /* sanity cap on --max-tokens, -n */
 #define TOKBENCH_BODY_MAX (64 * 1024)   /* kept of an error or JSON body */
@@ -91,10 +89,10 @@ struct tokbench_opts {
 	long prefill_ms;        /* --prefill-ms, sent as prefill_ms; -1 */
 };
 
-/* A growable byte buffer with a hard cap; bytes past it are dropped. */
-struct tokbench_buf {
-	char *p;
-	size_t len, cap, max;
+/* A capped copy of an answer's body: what fits under buf.max, and
+ * whether bytes were dropped (a cut body is not parsed as JSON). */
+struct tokbench_body {
+	struct ts_buf buf;
 	int truncated;
 };
 
@@ -131,7 +129,7 @@ struct tokbench_stream {
 	int status_known;
 	long status;
 	char errbuf[CURL_ERROR_SIZE];
-	struct tokbench_buf body;       /* body of a non-200 answer */
+	struct tokbench_body body;      /* body of a non-200 answer */
 	/* results */
 	char request_id[TOKBENCH_ID_MAX + 1];
 	size_t request_id_len;
@@ -183,17 +181,6 @@ tokbench_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* Milliseconds from *t0 to now, on CLOCK_MONOTONIC. */
-static double
-tokbench_ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)(t.tv_sec - t0->tv_sec) * 1e3 +
-	    (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 /* Sleeps `ms` milliseconds, resuming after signals. */
 static void
 tokbench_sleep_ms(long ms)
@@ -206,22 +193,12 @@ tokbench_sleep_ms(long ms)
 		;
 }
 
-/* Appends (src, n) up to b->max bytes; remembers that bytes were lost. */
+/* Appends what fits of (src, n); remembers that bytes were lost. */
 static void
-tokbench_buf_put(struct tokbench_buf *b, const char *src, size_t n)
+tokbench_body_put(struct tokbench_body *b, const char *src, size_t n)
 {
-	if (n > b->max - b->len) {
-		n = b->max - b->len;
+	if (ts_buf_append_part(&b->buf, src, n) != TS_OK)
 		b->truncated = 1;
-	}
-	if (n == 0)
-		return;
-	if (b->len + n > b->cap) {
-		b->cap = b->len + n < b->max / 2 ? (b->len + n) * 2 : b->max;
-		b->p = xrealloc(b->p, b->cap);
-	}
-	memcpy(b->p + b->len, src, n);
-	b->len += n;
 }
 
 /*
@@ -773,58 +750,36 @@ tokbench_on_comment(void *ud, const char *text, size_t len)
 /*
  * libcurl header callback: keeps X-Request-Id (the stream id the debug
  * endpoint knows). A status line starts a new response (1xx, redirects),
- * so it forgets what an earlier one said. Returns n (keep going).
+ * so it forgets what an earlier one said. An unusable id (see
+ * client_header_line()) is forgotten too, and request_id_bad says so.
+ * Returns n (keep going).
  */
 static size_t
 tokbench_on_header(char *ptr, size_t size, size_t nitems, void *ud)
 {
-	static const char name[] = "X-Request-Id:";
 	struct tokbench_stream *s = ud;
-	size_t n = size * nitems, i, a, b;
+	size_t n = size * nitems, len = 0;
+	const char *val = NULL;
 
-	if (n >= 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+	switch (client_header_line(ptr, n, TOKBENCH_ID_MAX, &val, &len)) {
+	case CLIENT_HEADER_STATUS:
 		s->request_id_len = 0;
 		s->request_id_bad = 0;
-		return n;
-	}
-	if (n < sizeof(name) - 1 ||
-	    strncasecmp(ptr, name, sizeof(name) - 1) != 0)
-		return n;
-	a = sizeof(name) - 1;
-	b = n;
-	while (a < b && (ptr[a] == ' ' || ptr[a] == '\t'))
-		a++;
-	while (b > a && (ptr[b - 1] == '\r' || ptr[b - 1] == '\n' ||
-	    ptr[b - 1] == ' ' || ptr[b - 1] == '\t'))
-		b--;
-	s->request_id_bad = b - a > TOKBENCH_ID_MAX || b == a;
-	for (i = a; i < b && !s->request_id_bad; i++)
-		if ((unsigned char)ptr[i] < 0x21 || ptr[i] == 0x7f)
-			s->request_id_bad = 1;
-	if (s->request_id_bad) {
+		break;
+	case CLIENT_HEADER_ID:
+		memcpy(s->request_id, val, len);
+		s->request_id[len] = '\0';
+		s->request_id_len = len;
+		s->request_id_bad = 0;
+		break;
+	case CLIENT_HEADER_ID_BAD:
 		s->request_id_len = 0;
-		return n;
+		s->request_id_bad = 1;
+		break;
+	case CLIENT_HEADER_OTHER:
+		break;
 	}
-	memcpy(s->request_id, ptr + a, b - a);
-	s->request_id[b - a] = '\0';
-	s->request_id_len = b - a;
 	return n;
-}
-
-/*
- * True when the Content-Type is text/event-stream, parameters allowed.
- * `ct` comes from libcurl (NUL-terminated by it), NULL when absent.
- */
-static int
-tokbench_is_sse_type(const char *ct)
-{
-	static const char want[] = "text/event-stream";
-	char next;
-
-	if (ct == NULL || strncasecmp(ct, want, sizeof(want) - 1) != 0)
-		return 0;
-	next = ct[sizeof(want) - 1];
-	return next == '\0' || next == ';' || next == ' ' || next == '\t';
 }
 
 /*
@@ -839,25 +794,17 @@ tokbench_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
 	struct tokbench_stream *s = ud;
 	size_t n = size * nmemb;
-	char *ct = NULL;
+	char why[CLIENT_WHY_MAX];
 	enum ts_err rc;
 
-	s->chunk_ms = tokbench_ms_since(&s->t0);
-	if (!s->status_known) {
-		s->status_known = 1;
-		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
-		if (s->status == 200) {
-			curl_easy_getinfo(s->curl, CURLINFO_CONTENT_TYPE, &ct);
-			if (!tokbench_is_sse_type(ct)) {
-				tokbench_fail(s, "HTTP 200 with Content-Type "
-				    "%.60s, not text/event-stream",
-				    ct ? ct : "(none)");
-				return 0;
-			}
-		}
+	s->chunk_ms = client_ms_since(&s->t0);
+	if (client_check_start(s->curl, &s->status_known, &s->status, why,
+	    sizeof(why)) != TS_OK) {
+		tokbench_fail(s, "%s", why);
+		return 0;
 	}
 	if (s->status != 200) {
-		tokbench_buf_put(&s->body, ptr, n);
+		tokbench_body_put(&s->body, ptr, n);
 		return n;
 	}
 	rc = sse_parser_feed(&s->parser, ptr, n);
@@ -881,50 +828,20 @@ tokbench_url(const struct tokbench_opts *o, const char *path)
 }
 
 /*
- * Sets the options every tokbench request shares: no proxy (one would
- * buffer or re-chunk the stream and skew every timing), HTTP/1.1, no
- * signals, bounded connect and total time, and no connection reuse, so
- * that an aborted transfer really closes its socket.
- */
-static void
-tokbench_curl_common(CURL *c, char *errbuf, long timeout_ms)
-{
-	curl_easy_setopt(c, CURLOPT_PROXY, "");
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long)TOKBENCH_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "tokbench/" PACKAGE_VERSION);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	errbuf[0] = '\0';
-}
-
-/* True for the libcurl results that mean no server answered at all. */
-static int
-tokbench_unreachable(CURLcode rc, curl_off_t connect_us)
-{
-	return rc == CURLE_COULDNT_CONNECT ||
-	    rc == CURLE_COULDNT_RESOLVE_HOST ||
-	    rc == CURLE_COULDNT_RESOLVE_PROXY ||
-	    (rc == CURLE_OPERATION_TIMEDOUT && connect_us == 0);
-}
-
-/*
  * One line for an answer that is not 200: the status and the server's
  * error message from its JSON body, or a note that there was none.
  */
 static void
 tokbench_http_error(const char *url, long status,
-    const struct tokbench_buf *body)
+    const struct tokbench_body *body)
 {
 	json_error_t jerr;
 	json_t *root = NULL;
 	char *txt = NULL;
 
-	if (body->len > 0 && !body->truncated)
-		root = json_loadb(body->p, body->len, JSON_ALLOW_NUL, &jerr);
+	if (body->buf.len > 0 && !body->truncated)
+		root = json_loadb(body->buf.p, body->buf.len, JSON_ALLOW_NUL,
+		    &jerr);
 	if (root != NULL)
 		txt = tokbench_error_text(root);
 	if (txt != NULL)
@@ -940,22 +857,6 @@ tokbench_http_error(const char *url, long status,
 	json_decref(root);
 }
 
-/*
- * CURLOPT_SOCKOPTFUNCTION for cancel --rst: SO_LINGER with a zero
- * timeout makes close(2) send a TCP RST instead of a FIN, as a client
- * that crashes or is killed does.
- */
-static int
-tokbench_sockopt_rst(void *ud, curl_socket_t fd, curlsocktype purpose)
-{
-	struct linger lg = { 1, 0 };
-
-	(void)ud;
-	if (purpose == CURLSOCKTYPE_IPCXN)
-		setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	return CURL_SOCKOPT_OK;
-}
-
 /* Prepares *s for one /stream request; free it with tokbench_stream_free. */
 static void
 tokbench_stream_init(struct tokbench_stream *s, const struct tokbench_opts *o,
@@ -967,7 +868,7 @@ tokbench_stream_init(struct tokbench_stream *s, const struct tokbench_opts *o,
 	s->stop_after = stop_after;
 	s->keep_log = keep_log;
 	s->done_ms = -1.0;
-	s->body.max = TOKBENCH_BODY_MAX;
+	ts_buf_init(&s->body.buf, TOKBENCH_BODY_MAX);
 	sse_parser_init(&s->parser, tokbench_on_event, tokbench_on_comment, s);
 }
 
@@ -980,7 +881,7 @@ tokbench_stream_free(struct tokbench_stream *s)
 	sse_parser_free(&s->parser);
 	if (s->curl != NULL)
 		curl_easy_cleanup(s->curl);
-	free(s->body.p);
+	ts_buf_free(&s->body.buf);
 	free(s->arrival_ms);
 	free(s->error_text);
 	for (i = 0; i < s->nlog; i++)
@@ -1032,7 +933,7 @@ tokbench_stream_run(struct tokbench_stream *s)
 		    "&prefill_ms=%ld", o->prefill_ms);
 	hdrs = curl_slist_append(NULL, "Accept: text/event-stream");
 
-	tokbench_curl_common(s->curl, s->errbuf, o->timeout_s * 1000L);
+	client_curl_common(s->curl, s->errbuf, o->timeout_s * 1000L);
 	curl_easy_setopt(s->curl, CURLOPT_URL, full);
 	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, tokbench_on_body);
@@ -1041,11 +942,11 @@ tokbench_stream_run(struct tokbench_stream *s)
 	curl_easy_setopt(s->curl, CURLOPT_HEADERDATA, s);
 	if (o->rst)
 		curl_easy_setopt(s->curl, CURLOPT_SOCKOPTFUNCTION,
-		    tokbench_sockopt_rst);
+		    client_sockopt_rst);
 
 	clock_gettime(CLOCK_MONOTONIC, &s->t0);
 	cc = curl_easy_perform(s->curl);
-	s->e2e_ms = tokbench_ms_since(&s->t0);
+	s->e2e_ms = client_ms_since(&s->t0);
 	if (!s->status_known)
 		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &s->status);
 	curl_easy_getinfo(s->curl, CURLINFO_CONNECT_TIME_T, &connect_us);
@@ -1057,7 +958,7 @@ tokbench_stream_run(struct tokbench_stream *s)
 	} else if (s->fail[0] != '\0') {
 		tokbench_err("%s: %s", url, s->fail);
 		rc = TS_EINVAL;
-	} else if (s->status == 0 && tokbench_unreachable(cc, connect_us)) {
+	} else if (s->status == 0 && client_unreachable(cc, connect_us)) {
 		tokbench_err("cannot reach %s: %s; " TOKBENCH_START_HINT, url,
 		    curl_easy_strerror(cc));
 		rc = TS_ESYS;
@@ -1190,7 +1091,7 @@ tokbench_write_itl(const struct tokbench_opts *o,
 static size_t
 tokbench_on_poll_body(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	tokbench_buf_put(ud, ptr, size * nmemb);
+	tokbench_body_put(ud, ptr, size * nmemb);
 	return size * nmemb;
 }
 
@@ -1203,7 +1104,7 @@ static enum ts_err
 tokbench_poll_once(const struct tokbench_opts *o, const char *id,
     struct tokbench_cancel *c)
 {
-	struct tokbench_buf body = {NULL, 0, 0, TOKBENCH_BODY_MAX, 0};
+	struct tokbench_body body = {{NULL, 0, 0, TOKBENCH_BODY_MAX}, 0};
 	char errbuf[CURL_ERROR_SIZE], *esc = NULL, *full = NULL, *url, *txt;
 	json_t *root = NULL, *st, *gen, *req;
 	json_error_t jerr;
@@ -1226,7 +1127,7 @@ tokbench_poll_once(const struct tokbench_opts *o, const char *id,
 	n = strlen(url) + strlen(esc) + 8;
 	full = xmalloc(n);
 	snprintf(full, n, "%s?id=%s", url, esc);
-	tokbench_curl_common(curl, errbuf, TOKBENCH_POLL_REQ_TIMEOUT_MS);
+	client_curl_common(curl, errbuf, TOKBENCH_POLL_REQ_TIMEOUT_MS);
 	curl_easy_setopt(curl, CURLOPT_URL, full);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, tokbench_on_poll_body);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
@@ -1234,7 +1135,7 @@ tokbench_poll_once(const struct tokbench_opts *o, const char *id,
 	curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME_T, &connect_us);
 	if (cc != CURLE_OK) {
-		if (status == 0 && tokbench_unreachable(cc, connect_us))
+		if (status == 0 && client_unreachable(cc, connect_us))
 			tokbench_err("cannot reach %s: %s; "
 			    TOKBENCH_START_HINT, url, curl_easy_strerror(cc));
 		else
@@ -1248,7 +1149,7 @@ tokbench_poll_once(const struct tokbench_opts *o, const char *id,
 		goto out;
 	}
 	root = body.truncated ? NULL :
-	    json_loadb(body.p ? body.p : "", body.len, 0, &jerr);
+	    json_loadb(body.buf.p ? body.buf.p : "", body.buf.len, 0, &jerr);
 	st = json_object_get(root, "status");
 	gen = json_object_get(root, "generated");
 	req = json_object_get(root, "requested");
@@ -1272,7 +1173,7 @@ out:
 	curl_free(esc);
 	free(full);
 	free(url);
-	free(body.p);
+	ts_buf_free(&body.buf);
 	return rc;
 }
 
@@ -1317,7 +1218,7 @@ tokbench_cancel_run(const struct tokbench_opts *o, struct tokbench_cancel *c)
 		c->polls++;
 		if ((rc = tokbench_poll_once(o, c->request_id, c)) != TS_OK)
 			goto out;
-		c->poll_ms = tokbench_ms_since(&closed);
+		c->poll_ms = client_ms_since(&closed);
 		if (strcmp(c->status, "running") != 0)
 			break;
 		if (c->poll_ms >= TOKBENCH_POLL_TIMEOUT_MS) {

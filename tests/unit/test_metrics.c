@@ -886,6 +886,7 @@ test_open_errors(void **unused)
 	m = (struct metrics *)&m;
 	assert_int_equal(metrics_open(&m, longdir, err, sizeof(err)),
 	    TS_EINVAL);
+	assert_string_equal(err, "metrics directory path too long");
 	assert_null(m);
 	/* A directory that is a file. */
 	write_file("x", 1);

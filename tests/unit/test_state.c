@@ -257,11 +257,17 @@ static void
 test_open_errors(void **unused)
 {
 	struct state *st;
-	char err[256];
+	char err[256], longdir[5000];
 
 	assert_int_equal(state_open(&st, "/proc/nonexistent/x", err,
 	    sizeof(err)), TS_ESYS);
 	assert_non_null(strstr(err, "/proc/nonexistent/x"));
+	assert_null(st);
+	memset(longdir, 'a', sizeof(longdir) - 1);
+	longdir[sizeof(longdir) - 1] = '\0';
+	assert_int_equal(state_open(&st, longdir, err, sizeof(err)),
+	    TS_EINVAL);
+	assert_string_equal(err, "state directory path too long");
 	assert_null(st);
 }
 
