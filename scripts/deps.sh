@@ -4,14 +4,24 @@ TOKSTREAM_PACKAGES="gcc make autoconf automake pkg-config libfcgi-dev \
 libjansson-dev libcurl4-openssl-dev libcmocka-dev lighttpd spawn-fcgi bats \
 curl jq clang libclang-rt-14-dev valgrind"
 
+# What only the tests need: Debian's chromium, the headless browser of
+# tests/integration/demo.bats (driven by the npm playwright-core, which
+# downloads no browser of its own). scripts/check installs these too.
+TOKSTREAM_TEST_PACKAGES="chromium"
+
+# tokstream_install_deps [test]: with "test", TOKSTREAM_TEST_PACKAGES too.
 tokstream_install_deps() {
 	missing=""
-	for p in $TOKSTREAM_PACKAGES; do
+	pkgs=$TOKSTREAM_PACKAGES
+	[ "${1:-}" = test ] && pkgs="$pkgs $TOKSTREAM_TEST_PACKAGES"
+	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q "install ok installed" || missing="$missing $p"
 	done
-	# Node.js runs the real-client tests (npm packages); any node >= 18
-	# will do, Debian's nodejs and npm when there is none.
+	# Node.js runs the real-client tests (npm packages). They need node
+	# >= 20 (tests/node/package.json "engines"): the machine image ships
+	# it; when there is none, Debian's nodejs and npm (18 in Debian 12,
+	# which npm ci warns about).
 	command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 	command -v npm >/dev/null 2>&1 || missing="$missing npm"
 	[ -z "$missing" ] && return 0

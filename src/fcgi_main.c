@@ -1203,9 +1203,15 @@ handle_debug_generated(struct conn *c)
 		struct engine_stats es;
 
 		/* finish_reason in the OpenAI words; "abort" for a client
-		 * that left, as vLLM reports it. */
+		 * that left, as vLLM reports it. The record keeps no finish
+		 * reason, only the status: a sequence that ended well with
+		 * fewer tokens than it asked for ended by EOS or a stop
+		 * string ("stop"); one that produced them all, "length"
+		 * (also a stop string completed by its very last token).
+		 * A resumed stream asked for those after resume_index. */
 		if (rec.status == STATE_DONE)
-			reason = "length";
+			reason = rec.resume_index + rec.generated <
+			    rec.requested ? "stop" : "length";
 		else if (rec.status == STATE_CANCELLED)
 			reason = "abort";
 		else if (rec.status == STATE_ERROR)
@@ -1333,10 +1339,15 @@ handle(struct worker *w)
 			send_error_v1(&c, &err, "Allow: POST\r\n", 0);
 		}
 	} else if (PATH_IS("/v1/models")) {
-		if (strcmp(method, "GET") == 0)
+		if (strcmp(method, "GET") == 0) {
 			handle_v1_models(&c);
-		else
-			goto not_allowed_get;
+		} else {
+			/* /v1 errors carry "param" (OpenAI's shape) */
+			http_error_set(&err, 405, "invalid_request_error",
+			    "method_not_allowed", "%s /v1/models is not "
+			    "allowed; use GET", method);
+			send_error_v1(&c, &err, "Allow: GET\r\n", 0);
+		}
 	} else if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0) {
 		http_error_set(&err, 404, "invalid_request_error",
 		    "unknown_url", "no endpoint at %.*s; tokstream serves "

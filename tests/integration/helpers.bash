@@ -70,3 +70,35 @@ wait_not_running() {
 header_of() {
 	tr -d '\r' < "$1" | sed -n "s/^$2: //Ip" | tail -n 1
 }
+
+# need_node MODULE...: the TS_REQUIRE_NODE rule of the real-client tests
+# (resume.bats): returns 0 when node and tests/node/node_modules/MODULE
+# are there; otherwise fails the test when TS_REQUIRE_NODE=1 (scripts/check
+# has installed them, so they must run), or skips it with the reason.
+need_node() {
+	local m missing=""
+	command -v node >/dev/null || missing=" node"
+	for m in "$@"; do
+		[ -d "$TS_SRCDIR/tests/node/node_modules/$m" ] ||
+			missing="$missing tests/node/node_modules/$m"
+	done
+	[ -z "$missing" ] && return 0
+	if [ "${TS_REQUIRE_NODE:-0}" = 1 ]; then
+		echo "missing:$missing; run 'npm ci' in tests/node" \
+		     "(TS_REQUIRE_NODE=1)" >&2
+		return 1
+	fi
+	skip "missing:$missing (npm ci in tests/node)"
+}
+
+# need_chromium: the same rule for Debian's chromium (CHROMIUM, default
+# /usr/bin/chromium), which scripts/deps.sh installs.
+need_chromium() {
+	[ -x "${CHROMIUM:-/usr/bin/chromium}" ] && return 0
+	if [ "${TS_REQUIRE_NODE:-0}" = 1 ]; then
+		echo "${CHROMIUM:-/usr/bin/chromium} is missing: apt-get" \
+		     "install chromium (TS_REQUIRE_NODE=1)" >&2
+		return 1
+	fi
+	skip "${CHROMIUM:-/usr/bin/chromium} is missing (apt-get install chromium)"
+}
