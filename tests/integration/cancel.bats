@@ -25,7 +25,8 @@ read_and_close() {
 	line=$(cat "$BATS_TEST_TMPDIR/cancel.txt")
 	[[ "$line" =~ ^requested=100\ generated=([0-9]+)$ ]]
 	g=${BASH_REMATCH[1]}
-	[ "$g" -ge 5 ] && [ "$g" -le 30 ]
+	[ "$g" -ge 5 ]
+	[ "$g" -le 30 ]
 	# it stays stopped
 	id=$(curl -sS "$BASE/_debug/generated" | jq -r .id)
 	sleep 0.3

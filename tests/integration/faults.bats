@@ -34,7 +34,7 @@ pid_of_stream() {
 		sleep 0.1
 	done
 	[ "$(live_responders)" -eq 2 ]
-	! grep -qw "$victim" "$RUNDIR/tokstream-fcgi.pid"
+	! grep -qw "$victim" "$RUNDIR/tokstream-fcgi.pid" || false
 	grep -q "is gone; starting it again" "$RUNDIR/supervisor.log"
 	sleep 1.2
 	cut=0 whole=0
@@ -42,7 +42,7 @@ pid_of_stream() {
 		id=$(header_of "$BATS_TEST_TMPDIR/h$n" X-Request-Id)
 		if [ "$(debug_field "$id" pid)" = "$victim" ]; then
 			# truncated: no [DONE], fewer than 60 tokens
-			! grep -q '^data: \[DONE\]' "$BATS_TEST_TMPDIR/b$n"
+			! grep -q '^data: \[DONE\]' "$BATS_TEST_TMPDIR/b$n" || false
 			[ "$(grep -c '^data: {"token"' "$BATS_TEST_TMPDIR/b$n")" -lt 60 ]
 			# the state file still answers for it: its owner is gone
 			[ "$(debug_field "$id" status)" = error ]
@@ -54,7 +54,8 @@ pid_of_stream() {
 		fi
 	done
 	echo "cut $cut, whole $whole"
-	[ "$cut" -ge 1 ] && [ "$whole" -ge 1 ]
+	[ "$cut" -ge 1 ]
+	[ "$whole" -ge 1 ]
 	# and both processes serve again
 	for n in $(seq 1 8); do
 		curl -sN -D "$BATS_TEST_TMPDIR/n$n" -o /dev/null \

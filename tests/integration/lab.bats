@@ -79,7 +79,8 @@ teardown_file() {
 	[ -s "$out/gen1.txt" ]
 	[[ "$(cat "$out/ttft.txt")" =~ ^ttft_ms=([0-9]+)$ ]]
 	t=${BASH_REMATCH[1]}
-	[ "$t" -gt 0 ] && [ "$t" -lt 3000 ]
+	[ "$t" -gt 0 ]
+	[ "$t" -lt 3000 ]
 	[[ "$(cat "$out/itl.txt")" =~ ^count=19\ p50_ms=[0-9.]+\ p99_ms=[0-9.]+$ ]]
 	[[ "$(cat "$out/cancel.txt")" =~ ^requested=100\ generated=([0-9]+)$ ]]
 	[ "${BASH_REMATCH[1]}" -le 30 ]

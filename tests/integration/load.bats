@@ -75,7 +75,8 @@ jqt() {
 		g=$(debug_field "$id" generated)
 		echo "stream $id: $s, generated $g"
 		[ "$s" = cancelled ]
-		[ "$g" -ge 5 ] && [ "$g" -le 10 ]
+		[ "$g" -ge 5 ]
+		[ "$g" -le 10 ]
 	done
 }
 

@@ -31,14 +31,14 @@ token_text() {
 	grep -qx 'Cache-Control: no-cache' "$BATS_TEST_TMPDIR/h"
 	grep -qx 'X-Accel-Buffering: no' "$BATS_TEST_TMPDIR/h"
 	grep -qE '^X-Request-Id: [0-9]+$' "$BATS_TEST_TMPDIR/h"
-	! grep -qi '^Content-Length:' "$BATS_TEST_TMPDIR/h"
+	! grep -qi '^Content-Length:' "$BATS_TEST_TMPDIR/h" || false
 }
 
 @test "C11 C12: byte-level framing of a max_tokens=20 stream" {
 	stream_body 'prompt=hello&max_tokens=20'
 	b=$BATS_TEST_TMPDIR/body
 	# no CR anywhere in the body
-	! grep -q $'\r' "$b"
+	! grep -q $'\r' "$b" || false
 	# 20 token events, then [DONE] exactly once, last
 	[ "$(grep -c '^data: {"token":' "$b")" -eq 20 ]
 	[ "$(grep -c '^data: \[DONE\]$' "$b")" -eq 1 ]
@@ -46,7 +46,8 @@ token_text() {
 	# the body ends with the [DONE] event's empty line
 	[ "$(tail -c 14 "$b" | od -An -c | tr -d ' \n')" = 'data:[DONE]\n\n' ]
 	# the stream opens with "retry: 1000" and an empty line
-	[ "$(sed -n 1p "$b")" = 'retry: 1000' ] && [ -z "$(sed -n 2p "$b")" ]
+	[ "$(sed -n 1p "$b")" = 'retry: 1000' ]
+	[ -z "$(sed -n 2p "$b")" ]
 	# every event is exactly "id: ..." then one data line then an empty
 	# line; nothing else appears (comments aside)
 	awk 'NR <= 2 { next }
