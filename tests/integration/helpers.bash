@@ -8,6 +8,13 @@ CTL=$TS_SRCDIR/scripts/tokstream-ctl
 TOKGEN=$TS_BUILDDIR/src/tokgen
 TOKBENCH=$TS_BUILDDIR/src/bench/tokbench
 
+# Run as root, tokstream-ctl drops lighttpd and the responders to www-data,
+# which cannot reach the run directories below bats' 0700 temp directories:
+# the tests keep root unless they set TS_USER (privileges.bats does, with a
+# run directory of its own).
+TOKSTREAM_USER=${TS_USER:-root}
+export TOKSTREAM_USER
+
 # A TCP port nobody listens on (checked by trying to connect).
 free_port() {
 	local p i
@@ -22,10 +29,12 @@ free_port() {
 }
 
 # ts_start [responder options...]: starts the stack; sets BASE, RUNDIR.
-# TS_PROCS (default 1) responder processes.
+# TS_PROCS (default 1) responder processes; TS_RUNDIR a run directory
+# (default: a new one under bats' temp directory).
 ts_start() {
 	local tries
-	RUNDIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/ts.XXXXXX")
+	RUNDIR=${TS_RUNDIR:-$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/ts.XXXXXX")}
+	mkdir -p "$RUNDIR"
 	for tries in 1 2 3; do
 		PORT=$(free_port)
 		if TOKSTREAM_PORT=$PORT TOKSTREAM_RUNDIR=$RUNDIR \
