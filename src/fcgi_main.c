@@ -1120,6 +1120,29 @@ is_loopback(const char *addr)
 	    strcmp(addr, "::ffff:127.0.0.1") == 0;
 }
 
+/*
+ * A request is local when it comes from the loopback address and no proxy
+ * forwarded it. A reverse proxy on the same host connects from 127.0.0.1
+ * too; it says so with X-Forwarded-For (de facto), Forwarded (RFC 7239)
+ * or X-Real-IP (nginx), which lighttpd passes as HTTP_* params (RFC 3875
+ * section 4.1.18). Any of them, whatever it names (127.0.0.1 included: a
+ * client can send its own), makes the request not local. Returns 1 or 0.
+ */
+static int
+is_local_request(FCGX_Request *req)
+{
+	static const char *const forwarded[] = { "HTTP_X_FORWARDED_FOR",
+	    "HTTP_FORWARDED", "HTTP_X_REAL_IP" };
+	size_t i;
+
+	if (!is_loopback(param(req, "REMOTE_ADDR")))
+		return 0;
+	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		if (FCGX_GetParam(forwarded[i], req->envp) != NULL)
+			return 0;
+	return 1;
+}
+
 /* GET /_debug/generated[?id=N]: one stream's counts, loopback only. */
 static void
 handle_debug_generated(struct conn *c)
@@ -1132,9 +1155,10 @@ handle_debug_generated(struct conn *c)
 	char idbuf[24];
 	json_t *obj;
 
-	if (!is_loopback(param(c->req, "REMOTE_ADDR"))) {
+	if (!is_local_request(c->req)) {
 		http_error_set(&err, 403, "permission_error", "loopback_only",
-		    "/_debug/ is reachable only from 127.0.0.1");
+		    "/_debug/ is reachable only from 127.0.0.1, not through a "
+		    "proxy");
 		send_error(c, &err, NULL);
 		return;
 	}
@@ -1260,9 +1284,10 @@ handle_metrics(struct conn *c)
 	struct http_error err;
 	struct ts_buf b;
 
-	if (!is_loopback(param(c->req, "REMOTE_ADDR"))) {
+	if (!is_local_request(c->req)) {
 		http_error_set(&err, 403, "permission_error", "loopback_only",
-		    "/metrics is reachable only from 127.0.0.1");
+		    "/metrics is reachable only from 127.0.0.1, not through a "
+		    "proxy");
 		send_error(c, &err, NULL);
 		return;
 	}
