@@ -497,15 +497,19 @@ static const struct relay_ops generate_ops = {
 	generate_on_token, generate_on_keepalive, 0
 };
 
-/* The prompt's length in the backend's tokens. */
+/* A prompt the model's tokenizer refused: longer than its context. */
+#define PROMPT_TOO_LONG UINT64_MAX
+
+/* The prompt's length in the backend's tokens; PROMPT_TOO_LONG when the
+ * llama backend's tokenizer finds it longer than the context. */
 static uint64_t
 prompt_tokens(const char *p, size_t len)
 {
 	uint32_t n;
 
-	if (backend.physical &&
-	    model_backend_prompt_tokens(&backend, p, len, &n) == TS_OK)
-		return n;
+	if (backend.physical)
+		return model_backend_prompt_tokens(&backend, p, len, &n) ==
+		    TS_OK ? n : PROMPT_TOO_LONG;
 	return gen_tokenize(p, len, NULL, 0);
 }
 
@@ -522,6 +526,12 @@ check_context(uint64_t prompt, uint64_t more, struct http_error *err)
 	if (!backend.physical)
 		return 0;
 	ctx = model_backend_context(&backend);
+	if (prompt == PROMPT_TOO_LONG) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "context_length_exceeded", "the prompt is longer than the "
+		    "model's context of %llu tokens", (unsigned long long)ctx);
+		return 400;
+	}
 	if (prompt + more < ctx)
 		return 0;
 	http_error_set(err, 400, "invalid_request_error",
@@ -1101,8 +1111,9 @@ handle_v1_models(struct conn *c)
 	mi.id = served_model();
 	mi.id_len = strlen(mi.id);
 	mi.created = (int64_t)started_at;
+	/* The simulator has no context length: only max_tokens' cap. */
 	mi.max_model_len = backend.physical ?
-	    model_backend_context(&backend) : HTTP_MAX_TOKENS_CAP;
+	    model_backend_context(&backend) : 0;
 	mi.backend = backend.name;
 	mi.chat_template = GEN_CHAT_TEMPLATE;
 	ts_buf_init(&b, 64 * 1024);
@@ -1233,7 +1244,9 @@ handle_debug_generated(struct conn *c)
 		 * string ("stop"); one that produced them all, "length"
 		 * (also a stop string completed by its very last token).
 		 * A resumed stream asked for those after resume_index. */
-		if (rec.status == STATE_DONE)
+		if (rec.owner_gone)
+			reason = "error";
+		else if (rec.status == STATE_DONE)
 			reason = rec.resume_index + rec.generated <
 			    rec.requested ? "stop" : "length";
 		else if (rec.status == STATE_CANCELLED)
@@ -1246,7 +1259,9 @@ handle_debug_generated(struct conn *c)
 		    STATE_RUNNING && !rec.owner_gone && rec.phase >= 1 &&
 		    rec.phase <= 3 ? json_string(phases[rec.phase]) :
 		    json_null());
-		json_object_set_new(obj, "queue_ms",
+		/* null for a request that never took a slot */
+		json_object_set_new(obj, "queue_ms", rec.phase ==
+		    STATE_PHASE_WAITING ? json_null() :
 		    json_real((double)rec.queue_us / 1000.0));
 		json_object_set_new(obj, "wasted", json_integer(
 		    (json_int_t)rec.wasted));
@@ -1303,6 +1318,23 @@ handle_metrics(struct conn *c)
 	ts_buf_free(&b);
 }
 
+/*
+ * The headers a CORS preflight may allow (Fetch standard, "CORS-preflight
+ * request"): the ones the page asks for when they are a plain list of
+ * header names (SDKs send their own, e.g. the OpenAI SDK's X-Stainless-*),
+ * else the ones tokstream reads. A borrowed static string or `asked`.
+ */
+static const char *
+cors_request_headers(const char *asked)
+{
+	size_t n = strlen(asked);
+
+	if (n == 0 || n > 512 || strspn(asked, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_, ") != n)
+		return "Content-Type, Last-Event-ID, Authorization";
+	return asked;
+}
+
 /* Routes one request by path and method. */
 static void
 handle(struct worker *w)
@@ -1325,10 +1357,13 @@ handle(struct worker *w)
 	if (c.cors && strcmp(method, "OPTIONS") == 0) {
 		/* CORS preflight (Fetch standard): a POST of JSON, or a GET
 		 * with Last-Event-ID, from a page of another origin. */
-		write_head(&c, 204, NULL, 0, "Access-Control-Allow-Methods: "
-		    "GET, POST, OPTIONS\r\nAccess-Control-Allow-Headers: "
-		    "Content-Type, Last-Event-ID, Authorization\r\n"
-		    "Access-Control-Max-Age: 600\r\n");
+		char allow[700];
+
+		snprintf(allow, sizeof(allow), "Access-Control-Allow-Methods: "
+		    "GET, POST, OPTIONS\r\nAccess-Control-Allow-Headers: %s\r\n"
+		    "Access-Control-Max-Age: 600\r\n", cors_request_headers(
+		    param(&w->req, "HTTP_ACCESS_CONTROL_REQUEST_HEADERS")));
+		write_head(&c, 204, NULL, 0, allow);
 	} else if (atomic_load(&stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
@@ -1830,6 +1865,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "tokstream-fcgi: cannot start threads\n");
 		return 1;
 	}
+	if (backend.physical)
+		fprintf(stderr, "tokstream-fcgi: backend %s: compute is real, "
+		    "the latency model (TPOT, prefill) is off\n",
+		    backend.name);
 	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d threads, state %s/%s,"
 	    " TPOT %.1f ms, prefill %.1f ms + %.3f ms/token, %u slots, "
 	    "%u waiting%s\n",

@@ -95,6 +95,8 @@ wait_idle() {
 	[ "$(debug_field "$id" finish_reason)" = abort ]
 	[ "$(debug_field "$id" generated)" -eq 0 ]
 	[ "$(debug_field "$id" cancel_cause)" = client_gone ]
+	# it never took a slot: no queue time to report
+	[ "$(curl -s "$BASE/_debug/generated?id=$id" | jq .queue_ms)" = null ]
 	# it left while a and b still ran (they end at ~840 ms)
 	[ "$(debug_field "$id" ended_ms)" -lt \
 	  "$(( $(debug_field "$id" started_ms) + 800 ))" ]

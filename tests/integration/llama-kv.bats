@@ -49,5 +49,11 @@ rss_kb() {
 	after=$(rss_kb)
 	echo "VmRSS kB: before $before, during $during, after $after"
 	[ $((during - before)) -ge $((8 * 16384 * 9 / 10)) ]
-	[ $((after - before)) -le 8192 ]
+	if [ -n "${ASAN_OPTIONS:-}" ]; then
+		# ASan's quarantine holds the small allocations freed with them;
+		# the 128 MiB of caches must still have gone back
+		[ $((after - before)) -le $(((during - before) / 3)) ]
+	else
+		[ $((after - before)) -le 8192 ]
+	fi
 }

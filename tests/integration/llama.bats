@@ -79,3 +79,18 @@ teardown_file() {
 	[ "$code" = 400 ]
 	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/e")" = context_length_exceeded ]
 }
+
+@test "llama: a prompt too long only in the model's tokens is a 400 too, on /stream and /v1 (nothing is streamed)" {
+	p=$(printf 'hello %.0s' $(seq 1 300))
+	code=$(curl -s -o "$BATS_TEST_TMPDIR/e" -w '%{http_code}' \
+		"$BASE/stream?prompt=$(printf '%s' "$p" | sed 's/ /+/g')&max_tokens=2")
+	[ "$code" = 400 ]
+	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/e")" = context_length_exceeded ]
+	model=$(curl -s "$BASE/v1/models" | jq -r '.data[0].id')
+	code=$(curl -s -o "$BATS_TEST_TMPDIR/e" -w '%{http_code}' \
+		"$BASE/v1/completions" \
+		-d "{\"model\":\"$model\",\"prompt\":\"$p\",\"max_tokens\":1}")
+	cat "$BATS_TEST_TMPDIR/e"
+	[ "$code" = 400 ]
+	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/e")" = context_length_exceeded ]
+}

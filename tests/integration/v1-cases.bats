@@ -103,3 +103,18 @@ deltas() {
 	[ "$(grep -c '"delta":{"\(role":"assistant","\)\{0,1\}content"' \
 		"$BATS_TEST_TMPDIR/s")" -le 25 ]
 }
+
+@test "CORS preflight allows the headers a browser SDK asks for (the OpenAI SDK's X-Stainless-*)" {
+	curl -s -D "$BATS_TEST_TMPDIR/h" -o /dev/null -X OPTIONS \
+		-H 'Origin: http://example.test' \
+		-H 'Access-Control-Request-Method: POST' \
+		-H 'Access-Control-Request-Headers: authorization, content-type, x-stainless-lang, x-stainless-retry-count' \
+		"$BASE/v1/chat/completions"
+	header_of "$BATS_TEST_TMPDIR/h" Access-Control-Allow-Headers |
+		grep -q 'x-stainless-retry-count'
+	# a header list that is not plain names is not echoed
+	curl -s -D "$BATS_TEST_TMPDIR/h2" -o /dev/null -X OPTIONS \
+		-H 'Access-Control-Request-Headers: x-a;evil' "$BASE/v1/models"
+	[ "$(header_of "$BATS_TEST_TMPDIR/h2" Access-Control-Allow-Headers)" = \
+	  "Content-Type, Last-Event-ID, Authorization" ]
+}
