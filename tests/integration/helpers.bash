@@ -19,7 +19,10 @@ export TOKSTREAM_USER
 free_port() {
 	local p i
 	for i in $(seq 1 50); do
-		p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+		# below the kernel's ephemeral range (32768-60999 here): a
+		# port that is the local end of some client's connection
+		# refuses a connect but cannot be bound either
+		p=$(( 10000 + (RANDOM * 32768 + RANDOM) % 22000 ))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0

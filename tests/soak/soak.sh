@@ -61,7 +61,7 @@ ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 mkdir -p "$out"
 rm -f "$out"/*.json "$out"/*.txt "$out"/samples
 for i in $(seq 1 50); do   # a port nobody listens on
-	port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+	port=$(( 10000 + (RANDOM * 32768 + RANDOM) % 22000 ))  # below the ephemeral range
 	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || break
 done
 # a run directory www-data can reach when run as root (tokstream-ctl makes
