@@ -1,27 +1,42 @@
 # Sourced by scripts/check and scripts/run-lab: installs the Debian 12
 # packages tokstream needs, and only those that are missing.
-TOKSTREAM_PACKAGES="gcc make autoconf automake pkg-config libfcgi-dev \
+TOKSTREAM_PACKAGES="gcc make autoconf automake pkgconf libfcgi-dev \
 libjansson-dev libcurl4-openssl-dev libcmocka-dev lighttpd spawn-fcgi bats \
-curl jq clang libclang-rt-14-dev valgrind"
+curl jq clang libclang-rt-14-dev valgrind git procps"
 
 # What only the tests need: Debian's chromium, the headless browser of
 # tests/integration/demo.bats (driven by the npm playwright-core, which
 # downloads no browser of its own). scripts/check installs these too.
 TOKSTREAM_TEST_PACKAGES="chromium"
 
-# tokstream_install_deps [test]: with "test", TOKSTREAM_TEST_PACKAGES too.
+# What only the benchmarks need (scripts/bench-*): gnuplot for the PNG
+# plots. tokstream_install_deps bench installs these too.
+TOKSTREAM_BENCH_PACKAGES="gnuplot-nox"
+
+# Node.js for the real-client tests (tests/node: node >= 18; Debian 12's
+# nodejs is 18.20), installed when the machine has no node at all (a
+# machine image may carry a newer one of its own).
+TOKSTREAM_NODE_PACKAGES="nodejs npm"
+
+# Commands that may come from outside Debian's packages, or are installed
+# only by the benchmark that calls them, and the package that stands for
+# them. scripts/check-tools reads this.
+TOKSTREAM_COMMAND_PACKAGES="node:nodejs npm:npm gnuplot:gnuplot-nox"
+
+# tokstream_install_deps [test|bench]: with "test", TOKSTREAM_TEST_PACKAGES
+# too; with "bench", TOKSTREAM_BENCH_PACKAGES too.
 tokstream_install_deps() {
 	missing=""
 	pkgs=$TOKSTREAM_PACKAGES
 	[ "${1:-}" = test ] && pkgs="$pkgs $TOKSTREAM_TEST_PACKAGES"
+	[ "${1:-}" = bench ] && pkgs="$pkgs $TOKSTREAM_BENCH_PACKAGES"
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q "install ok installed" || missing="$missing $p"
 	done
-	# Node.js runs the real-client tests (npm packages). They need node
-	# >= 20 (tests/node/package.json "engines"): the machine image ships
-	# it; when there is none, Debian's nodejs and npm (18 in Debian 12,
-	# which npm ci warns about).
+	# Node.js runs the real-client tests (npm packages, which work with
+	# Debian 12's nodejs 18 and with newer ones): a machine's own node
+	# is used when there is one.
 	command -v node >/dev/null 2>&1 || missing="$missing nodejs"
 	command -v npm >/dev/null 2>&1 || missing="$missing npm"
 	[ -z "$missing" ] && return 0

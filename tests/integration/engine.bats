@@ -41,16 +41,16 @@ wait_idle() {
 	curl -sN -D "$BATS_TEST_TMPDIR/c.h" \
 		"$BASE/stream?prompt=third&max_tokens=3" >"$BATS_TEST_TMPDIR/c"
 	wait
-	elapsed=$(echo "$EPOCHREALTIME - $t0" | bc)
+	elapsed=$(calc "$EPOCHREALTIME - $t0")
 	echo "third stream took $elapsed s"
 	# a and b hold the slots for 40 + 29 x 20 = 620 ms
-	[ "$(echo "$elapsed > 0.45" | bc)" -eq 1 ]
+	holds "$elapsed > 0.45"
 	grep -q '^: keep-alive' "$BATS_TEST_TMPDIR/c"
 	[ "$(grep -c '^data: {"token"' "$BATS_TEST_TMPDIR/c")" -eq 3 ]
 	id=$(header_of "$BATS_TEST_TMPDIR/c.h" X-Request-Id)
 	q=$(debug_field "$id" queue_ms)
 	echo "queue_ms=$q"
-	[ "$(echo "$q > 400" | bc)" -eq 1 ]
+	holds "$q > 400"
 	[ "$(debug_field "$id" status)" = done ]
 	[ "$(debug_field "$id" finish_reason)" = length ]
 }
@@ -122,12 +122,11 @@ wait_idle() {
 	left=$(debug_field "$leaver" ended_ms)
 	started=$(debug_field "$id" started_ms)
 	q=$(debug_field "$id" queue_ms)
-	admitted=$(echo "$started + $q" | bc)
+	admitted=$(calc "$started + $q")
 	echo "leaver ended at $left, next admitted at $admitted"
 	# it waited, and was admitted when the leaver left (clocks: +-25 ms)
-	[ "$(echo "$q > 100" | bc)" -eq 1 ]
-	[ "$(echo "($admitted - $left) < 25 && ($left - $admitted) < 25" |
-		bc)" -eq 1 ]
+	holds "$q > 100"
+	holds "($admitted - $left) < 25 && ($left - $admitted) < 25"
 	[ "$(debug_field "$leaver" cancel_to_leave_ms | cut -d. -f1)" -le 21 ]
 }
 

@@ -7,6 +7,7 @@ TS_BUILDDIR=${TS_BUILDDIR:-$TS_SRCDIR}
 CTL=$TS_SRCDIR/scripts/tokstream-ctl
 TOKGEN=$TS_BUILDDIR/src/tokgen
 TOKBENCH=$TS_BUILDDIR/src/bench/tokbench
+. "$TS_SRCDIR/tests/lib/stage.bash"
 
 # Run as root, tokstream-ctl drops lighttpd and the responders to www-data,
 # which cannot reach the run directories below bats' 0700 temp directories:
@@ -14,6 +15,25 @@ TOKBENCH=$TS_BUILDDIR/src/bench/tokbench
 # run directory of its own).
 TOKSTREAM_USER=${TS_USER:-root}
 export TOKSTREAM_USER
+
+# The tests read UTF-8 (CJK, emoji, grep -P code points): they run in
+# glibc's built-in C.UTF-8 locale whatever the caller's (a fresh Debian
+# has no LANG at all), so no test depends on the machine's locale.
+LC_ALL=C.UTF-8
+export LC_ALL
+
+# holds EXPR: true when the awk expression EXPR holds (numbers with a
+# decimal point, + - * /, comparisons, && ||): the tests' arithmetic on
+# timings, without bc (which a fresh Debian does not have).
+holds() {
+	awk "BEGIN { exit !($*) }"
+}
+
+# calc EXPR: prints the value of the awk expression EXPR, with six
+# decimals (awk's own print would write a large sum as 1.76e+12).
+calc() {
+	awk "BEGIN { printf \"%.6f\\n\", $* }"
+}
 
 # A TCP port nobody listens on (checked by trying to connect).
 free_port() {
@@ -42,7 +62,7 @@ ts_start() {
 		PORT=$(free_port)
 		if TOKSTREAM_PORT=$PORT TOKSTREAM_RUNDIR=$RUNDIR \
 		   TOKSTREAM_PROCS=${TS_PROCS:-1} \
-		   TOKSTREAM_BINDIR=$TS_BUILDDIR/src \
+		   TOKSTREAM_BINDIR=${TS_BINDIR:-$TS_BUILDDIR/src} \
 		   TOKSTREAM_SITECONF=${TOKSTREAM_SITECONF:-$TS_SRCDIR/etc/tokstream-site.conf} \
 		   TOKSTREAM_FCGI_ARGS="$*" "$CTL" start >>"$RUNDIR/ctl.log" 2>&1; then
 			BASE=http://127.0.0.1:$PORT

@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # Least privilege (issue #5): started as root, tokstream-ctl runs lighttpd
 # and every responder as www-data, in a run directory that stays root's
-# (README "Least privilege"). Needs root, the www-data user, setpriv and a
-# build tree www-data can reach; each test says why when it is skipped.
+# (README "Least privilege"). Needs root, the www-data user and setpriv
+# (scripts/check runs as root, and deps.sh installs lighttpd, which makes
+# www-data). A build tree www-data cannot reach (a checkout under /root)
+# runs from a copy it can read (tests/lib/stage.bash).
 
 TS_USER=www-data
 load helpers
@@ -20,13 +22,18 @@ why_skip() {
 		echo "no www-data user (Debian's lighttpd package creates it)"
 	elif ! command -v setpriv >/dev/null; then
 		echo "no setpriv (util-linux) to act as www-data"
-	elif ! as_www test -x "$TS_BUILDDIR/src/tokstream-fcgi"; then
-		echo "www-data cannot reach $TS_BUILDDIR/src/tokstream-fcgi (a parent directory is not searchable by it)"
 	fi
 }
 
 setup_file() {
 	[ -z "$(why_skip)" ] || return 0
+	stage_for_user www-data "$TS_BUILDDIR" "$TS_SRCDIR" ||
+		{ echo "cannot copy the responder where www-data can run it" >&2; return 1; }
+	# the responder and the site config, as www-data reaches them
+	TS_BINDIR=$STAGE_BINDIR
+	TOKSTREAM_SITECONF=$STAGE_SITECONF
+	SITEDIR=$(dirname "$STAGE_SITECONF")
+	export STAGE_DIR TS_BINDIR TOKSTREAM_SITECONF SITEDIR
 	# bats' own temp directories are 0700: www-data could not reach a
 	# run directory below them
 	PRIVDIR=$(mktemp -d /tmp/tokstream-priv.XXXXXX)
@@ -40,6 +47,7 @@ teardown_file() {
 	ts_stop
 	TOKSTREAM_RUNDIR=$PRIVDIR/nonroot "$CTL" stop >/dev/null 2>&1 || true
 	rm -rf "$PRIVDIR"
+	stage_remove
 }
 
 setup() {
@@ -69,7 +77,7 @@ responder_pids() {
 		# no capability left
 		grep -Eq "^Uid:\s+$uid\s+$uid\s+$uid\s+$uid\s*$" "/proc/$pid/status"
 		grep -Eq "^Gid:\s+$gid\s+$gid\s+$gid\s+$gid\s*$" "/proc/$pid/status"
-		! grep '^Groups:' "/proc/$pid/status" | grep -qw 0
+		! grep '^Groups:' "/proc/$pid/status" | grep -qw 0 || false
 		grep -Eq '^CapPrm:\s+0+$' "/proc/$pid/status"
 		grep -Eq '^CapEff:\s+0+$' "/proc/$pid/status"
 	done
@@ -78,13 +86,14 @@ responder_pids() {
 @test "the run directory stays root's (root:www-data 0750); the daemons' files and the sockets (0660) are www-data's" {
 	[ "$(stat -c '%U:%G %a' "$RUNDIR")" = "root:www-data 750" ]
 	for f in state metrics tokstream-fcgi.log lighttpd-error.log; do
-		[ -f "$RUNDIR/$f" ] && [ ! -L "$RUNDIR/$f" ]
+		[ -f "$RUNDIR/$f" ]
+		[ ! -L "$RUNDIR/$f" ]
 		[ "$(stat -c '%U:%G %a' "$RUNDIR/$f")" = "www-data:www-data 640" ]
 	done
 	# the state file is the real one (512 KiB + header), not a fallback
 	[ "$(stat -c %s "$RUNDIR/state")" -eq 524416 ]
-	! grep -q 'counting in this process' "$RUNDIR/tokstream-fcgi.log"
-	! grep -q 'counts this process only' "$RUNDIR/tokstream-fcgi.log"
+	! grep -q 'counting in this process' "$RUNDIR/tokstream-fcgi.log" || false
+	! grep -q 'counts this process only' "$RUNDIR/tokstream-fcgi.log" || false
 	for s in "$RUNDIR/tokstream-1.sock" "$RUNDIR/tokstream-2.sock"; do
 		[ "$(stat -c '%U:%G %a %F' "$s")" = "www-data:www-data 660 socket" ]
 	done
@@ -118,10 +127,10 @@ responder_pids() {
 }
 
 @test "www-data cannot write the site config, lighttpd.conf, the pid files, tokstream-ctl or the binaries, nor add a name to the run directory" {
-	for f in "$TS_SRCDIR/etc/tokstream-site.conf" \
-	    "$TS_SRCDIR/etc/errors/status-503.html" "$RUNDIR/lighttpd.conf" \
+	for f in "$TOKSTREAM_SITECONF" \
+	    "$SITEDIR/errors/status-503.html" "$RUNDIR/lighttpd.conf" \
 	    "$RUNDIR/lighttpd.pid" "$RUNDIR/tokstream-fcgi.pid" \
-	    "$RUNDIR/supervisor.pid" "$CTL" "$TS_BUILDDIR/src/tokstream-fcgi"; do
+	    "$RUNDIR/supervisor.pid" "$CTL" "$TS_BINDIR/tokstream-fcgi"; do
 		run as_www sh -c ': >> "$1"' sh "$f"
 		echo "$f: $status $output"
 		[ "$status" -ne 0 ]
@@ -148,7 +157,7 @@ responder_pids() {
 		sleep 0.1
 	done
 	[ "$(echo $pids | wc -w)" -eq 2 ]
-	! grep -qw "$victim" <<<"$pids"
+	! grep -qw "$victim" <<<"$pids" || false
 	for pid in $pids; do
 		[ "$(ps -o user= -p "$pid")" = www-data ]
 	done
@@ -162,8 +171,8 @@ responder_pids() {
 @test "a run directory www-data cannot reach: a clear error, nothing started" {
 	d=$(mktemp -d "$BATS_TEST_TMPDIR/closed.XXXXXX")   # below 0700 dirs
 	run env TOKSTREAM_USER=www-data TOKSTREAM_PORT="$(free_port)" \
-		TOKSTREAM_RUNDIR="$d/run" TOKSTREAM_BINDIR="$TS_BUILDDIR/src" \
-		TOKSTREAM_SITECONF="$TS_SRCDIR/etc/tokstream-site.conf" "$CTL" start
+		TOKSTREAM_RUNDIR="$d/run" TOKSTREAM_BINDIR="$TS_BINDIR" \
+		TOKSTREAM_SITECONF="$TOKSTREAM_SITECONF" "$CTL" start
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"www-data cannot reach $d/run"*"TOKSTREAM_USER=root"* ]]
@@ -173,8 +182,8 @@ responder_pids() {
 
 @test "TOKSTREAM_USER names no user: a clear error, nothing started" {
 	run env TOKSTREAM_USER=tokstream-no-such-user TOKSTREAM_PORT="$(free_port)" \
-		TOKSTREAM_RUNDIR="$PRIVDIR/nouser" TOKSTREAM_BINDIR="$TS_BUILDDIR/src" \
-		TOKSTREAM_SITECONF="$TS_SRCDIR/etc/tokstream-site.conf" "$CTL" start
+		TOKSTREAM_RUNDIR="$PRIVDIR/nouser" TOKSTREAM_BINDIR="$TS_BINDIR" \
+		TOKSTREAM_SITECONF="$TOKSTREAM_SITECONF" "$CTL" start
 	echo "$output"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"user tokstream-no-such-user does not exist"* ]]
@@ -187,8 +196,8 @@ responder_pids() {
 	for d in "$PRIVDIR/shared" "$PRIVDIR"; do
 		before=$(stat -c '%U:%G %a' "$d")
 		run env TOKSTREAM_USER=www-data TOKSTREAM_PORT="$(free_port)" \
-			TOKSTREAM_RUNDIR="$d" TOKSTREAM_BINDIR="$TS_BUILDDIR/src" \
-			TOKSTREAM_SITECONF="$TS_SRCDIR/etc/tokstream-site.conf" "$CTL" start
+			TOKSTREAM_RUNDIR="$d" TOKSTREAM_BINDIR="$TS_BINDIR" \
+			TOKSTREAM_SITECONF="$TOKSTREAM_SITECONF" "$CTL" start
 		echo "$output"
 		[ "$status" -ne 0 ]
 		[[ "$output" == *"is not a run directory of its own"* ]]
@@ -203,8 +212,8 @@ responder_pids() {
 	chmod 700 "$PRIVDIR/nonroot"
 	port=$(free_port)
 	run as_www env TOKSTREAM_USER=root TOKSTREAM_PORT="$port" \
-		TOKSTREAM_RUNDIR="$PRIVDIR/nonroot" TOKSTREAM_BINDIR="$TS_BUILDDIR/src" \
-		TOKSTREAM_SITECONF="$TS_SRCDIR/etc/tokstream-site.conf" "$CTL" start
+		TOKSTREAM_RUNDIR="$PRIVDIR/nonroot" TOKSTREAM_BINDIR="$TS_BINDIR" \
+		TOKSTREAM_SITECONF="$TOKSTREAM_SITECONF" "$CTL" start
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" != *"ignored"* ]]
@@ -213,7 +222,7 @@ responder_pids() {
 		[ "$(ps -o user= -p "$pid")" = www-data ]
 	done
 	[ "$(stat -c '%U:%G %a' "$PRIVDIR/nonroot")" = "www-data:www-data 700" ]
-	! grep -q server.username "$PRIVDIR/nonroot/lighttpd.conf"
+	! grep -q server.username "$PRIVDIR/nonroot/lighttpd.conf" || false
 	run curl -sSN "http://127.0.0.1:$port/stream?prompt=me&max_tokens=2"
 	[ "$(grep -c '^data: {"token"' <<<"$output")" -eq 2 ]
 	as_www env TOKSTREAM_RUNDIR="$PRIVDIR/nonroot" "$CTL" stop

@@ -67,6 +67,11 @@ done
 # a run directory www-data can reach when run as root (tokstream-ctl makes
 # it root:www-data 0750; /tmp is searchable by all)
 rundir=$(mktemp -d /tmp/tokstream-soak.XXXXXX)
+# ... and a responder it can run: a copy when the checkout is out of its
+# reach (under /root, say)
+. "$top/tests/lib/stage.bash"
+stage_for_user "${TOKSTREAM_USER:-www-data}" "$build" "$top" ||
+	die "cannot copy the responder where ${TOKSTREAM_USER:-www-data} can run it"
 url=http://127.0.0.1:$port
 # capacity for every stream in a slot: 500 over two processes, with room
 # for lighttpd's least-connection balancing to be uneven; threads above
@@ -78,14 +83,15 @@ threads=$(( seqs + waiting + 16 ))
 
 ctl_env() {
 	env TOKSTREAM_PORT="$port" TOKSTREAM_RUNDIR="$rundir" \
-		TOKSTREAM_PROCS="$procs" TOKSTREAM_BINDIR="$build/src" \
-		TOKSTREAM_SITECONF="$top/etc/tokstream-site.conf" "$@"
+		TOKSTREAM_PROCS="$procs" TOKSTREAM_BINDIR="$STAGE_BINDIR" \
+		TOKSTREAM_SITECONF="$STAGE_SITECONF" "$@"
 }
 
 cleanup() {
 	ctl_env "$ctl" stop >/dev/null 2>&1
 	[ -n "${loadpids:-}" ] && kill $loadpids 2>/dev/null
 	rm -rf "$rundir"
+	stage_remove
 }
 trap cleanup EXIT
 trap 'exit 2' INT TERM
