@@ -33,7 +33,7 @@ setup_file() {
 	TS_BINDIR=$STAGE_BINDIR
 	TOKSTREAM_SITECONF=$STAGE_SITECONF
 	SITEDIR=$(dirname "$STAGE_SITECONF")
-	export STAGE_DIR TS_BINDIR TOKSTREAM_SITECONF SITEDIR
+	export STAGE_DIR STAGE_CTL TS_BINDIR TOKSTREAM_SITECONF SITEDIR
 	# bats' own temp directories are 0700: www-data could not reach a
 	# run directory below them
 	PRIVDIR=$(mktemp -d /tmp/tokstream-priv.XXXXXX)
@@ -130,7 +130,7 @@ responder_pids() {
 	for f in "$TOKSTREAM_SITECONF" \
 	    "$SITEDIR/errors/status-503.html" "$RUNDIR/lighttpd.conf" \
 	    "$RUNDIR/lighttpd.pid" "$RUNDIR/tokstream-fcgi.pid" \
-	    "$RUNDIR/supervisor.pid" "$CTL" "$TS_BINDIR/tokstream-fcgi"; do
+	    "$RUNDIR/supervisor.pid" "$CTL" "$STAGE_CTL" "$TS_BINDIR/tokstream-fcgi"; do
 		run as_www sh -c ': >> "$1"' sh "$f"
 		echo "$f: $status $output"
 		[ "$status" -ne 0 ]
@@ -213,7 +213,7 @@ responder_pids() {
 	port=$(free_port)
 	run as_www env TOKSTREAM_USER=root TOKSTREAM_PORT="$port" \
 		TOKSTREAM_RUNDIR="$PRIVDIR/nonroot" TOKSTREAM_BINDIR="$TS_BINDIR" \
-		TOKSTREAM_SITECONF="$TOKSTREAM_SITECONF" "$CTL" start
+		TOKSTREAM_SITECONF="$TOKSTREAM_SITECONF" "$STAGE_CTL" start
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" != *"ignored"* ]]
@@ -225,7 +225,7 @@ responder_pids() {
 	! grep -q server.username "$PRIVDIR/nonroot/lighttpd.conf" || false
 	run curl -sSN "http://127.0.0.1:$port/stream?prompt=me&max_tokens=2"
 	[ "$(grep -c '^data: {"token"' <<<"$output")" -eq 2 ]
-	as_www env TOKSTREAM_RUNDIR="$PRIVDIR/nonroot" "$CTL" stop
+	as_www env TOKSTREAM_RUNDIR="$PRIVDIR/nonroot" "$STAGE_CTL" stop
 }
 
 # Last: it restarts the server of this file.

@@ -9,8 +9,9 @@
 # impossible; so they run from a copy instead.
 #
 # stage_for_user USER BUILDDIR SRCDIR: sets STAGE_BINDIR (the directory of
-# tokstream-fcgi) and STAGE_SITECONF (tokstream-site.conf, with errors/ and
-# www/ beside it) to the tree's own files when USER can reach them, or to a
+# tokstream-fcgi), STAGE_CTL (tokstream-ctl, for a test that runs it as
+# USER) and STAGE_SITECONF (tokstream-site.conf, with errors/ and www/
+# beside it) to the tree's own files when USER can reach them, or to a
 # copy in a new directory under /tmp (mode 0755) when it cannot; then
 # STAGE_DIR is that directory (remove it with stage_remove), else empty.
 # Returns 1 when no copy can be made.
@@ -19,6 +20,7 @@ stage_for_user() {
 	STAGE_DIR=
 	STAGE_BINDIR=$build/src
 	STAGE_SITECONF=$src/etc/tokstream-site.conf
+	STAGE_CTL=$src/scripts/tokstream-ctl
 	if [ "$(id -u)" -ne 0 ] || [ "$user" = root ] ||
 	   { setpriv --reuid="$user" --regid="$(id -g "$user")" --init-groups \
 		-- test -x "$STAGE_BINDIR/tokstream-fcgi" &&
@@ -29,11 +31,13 @@ stage_for_user() {
 	STAGE_DIR=$(mktemp -d /tmp/tokstream-stage.XXXXXX) || return 1
 	chmod 0755 "$STAGE_DIR"
 	mkdir -p "$STAGE_DIR/bin" "$STAGE_DIR/etc" &&
-		cp "$build/src/tokstream-fcgi" "$STAGE_DIR/bin/" &&
+		cp "$build/src/tokstream-fcgi" "$src/scripts/tokstream-ctl" \
+			"$STAGE_DIR/bin/" &&
 		cp -R "$src/etc/tokstream-site.conf" "$src/etc/errors" \
 			"$src/etc/www" "$STAGE_DIR/etc/" &&
 		chmod -R a+rX "$STAGE_DIR" || return 1
 	STAGE_BINDIR=$STAGE_DIR/bin
+	STAGE_CTL=$STAGE_DIR/bin/tokstream-ctl
 	STAGE_SITECONF=$STAGE_DIR/etc/tokstream-site.conf
 }
 
