@@ -43,7 +43,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ts.h"
+#include "common/buf.h"
+#include "common/ts.h"
 
 #define PC_LINE_MAX (1u << 20)  /* bytes per line, "\n" excluded */
 #define PC_LABELS_MAX 64        /* labels per sample */

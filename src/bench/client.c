@@ -18,7 +18,7 @@
 
 #include <curl/curl.h>
 
-#include "client.h"
+#include "bench/client.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"

@@ -15,7 +15,7 @@
 
 #include <curl/curl.h>
 
-#include "../ts.h"
+#include "common/ts.h"
 
 /* Connection set-up limit of every request, in ms. */
 #define CLIENT_CONNECT_TIMEOUT_MS 5000L

@@ -51,12 +51,13 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "../ts.h"
-#include "client.h"
-#include "load.h"
-#include "load_report.h"
-#include "sse_parse.h"
-#include "stats.h"
+#include "common/buf.h"
+#include "common/ts.h"
+#include "bench/client.h"
+#include "bench/load.h"
+#include "bench/load_report.h"
+#include "bench/sse_parse.h"
+#include "bench/stats.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"

@@ -2,7 +2,7 @@
  * load_report.c - PRNG, spec parsers, request plans and report math of
  * `tokbench load` (see load_report.h). Pure: no I/O, no clock.
  */
-#include "load_report.h"
+#include "bench/load_report.h"
 
 #include <errno.h>
 #include <math.h>

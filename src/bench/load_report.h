@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../ts.h"
-#include "stats.h"
+#include "common/ts.h"
+#include "bench/stats.h"
 
 /* ---- seeded PRNG: xoshiro256** (Blackman and Vigna, 2018) ----------- */
 

@@ -21,7 +21,7 @@
  * A complete line is interpreted at once (field, comment or dispatch);
  * the data, event type and last event ID buffers carry over between lines.
  */
-#include "sse_parse.h"
+#include "bench/sse_parse.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "../ts.h"
+#include "common/ts.h"
 
 /* One dispatched event. All pointers are borrowed until the callback
  * returns; data is NOT NUL-terminated, use data_len. */

@@ -1,7 +1,7 @@
 /*
  * stats.c - nearest-rank percentiles, mean, min and max (see stats.h).
  */
-#include "stats.h"
+#include "bench/stats.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "../ts.h"
+#include "common/ts.h"
 
 /* Name of the percentile method, for reports. */
 #define STATS_PERCENTILE_METHOD "nearest-rank"

@@ -43,11 +43,12 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "../ts.h"
-#include "client.h"
-#include "load.h"
-#include "sse_parse.h"
-#include "stats.h"
+#include "common/buf.h"
+#include "common/ts.h"
+#include "bench/client.h"
+#include "bench/load.h"
+#include "bench/sse_parse.h"
+#include "bench/stats.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
@@ -78,7 +79,7 @@ struct tokbench_opts {
 	const char *out_dir;    /* borrowed from argv; NULL if not given */
 	const char *tokgen;     /* --tokgen, borrowed; NULL if not given */
 	long max_tokens;
-	long gen_tokens;        /* tokgen -n */
+	long sim_tokens;        /* tokgen -n */
 	long read_tokens;       /* cancel: token events read before close */
 	long timeout_s;
 	int events;             /* stream --events */
@@ -480,7 +481,7 @@ tokbench_run_tokgen(const char *tokgen, const struct tokbench_opts *o,
 	int fd = -1, fa_ok = 0, err, wst, i;
 	pid_t pid;
 
-	snprintf(nbuf, sizeof(nbuf), "%ld", o->gen_tokens);
+	snprintf(nbuf, sizeof(nbuf), "%ld", o->sim_tokens);
 	argv[0] = xstrndup(tokgen, strlen(tokgen));
 	argv[1] = xstrndup("--prompt", 8);
 	argv[2] = xstrndup(o->prompt, strlen(o->prompt));
@@ -606,7 +607,7 @@ tokbench_gen_run(const struct tokbench_opts *o, struct tokbench_gen *g)
 		return rc;
 	if (g->bytes == 0 && g->first_diff == -1) {
 		tokbench_err("%s printed nothing for --prompt '%s' -n %ld",
-		    g->tokgen, o->prompt, o->gen_tokens);
+		    g->tokgen, o->prompt, o->sim_tokens);
 		return TS_EFORMAT;
 	}
 	g->identical = g->first_diff == -1;
@@ -1286,7 +1287,7 @@ tokbench_lab_json(const struct tokbench_opts *o, const struct tokbench_gen *g,
 
 	gen = json_pack("{s:o, s:i, s:b, s:I, s:I}",
 	    "tokgen", tokbench_json_str(g->tokgen),
-	    "n", (json_int_t)o->gen_tokens,
+	    "n", (json_int_t)o->sim_tokens,
 	    "identical", g->identical,
 	    "bytes", (json_int_t)g->bytes,
 	    "first_difference", (json_int_t)g->first_diff);
@@ -1840,7 +1841,7 @@ tokbench_parse(const struct tokbench_cmd *cmd, int argc, char **argv,
 	memset(o, 0, sizeof(*o));
 	o->prompt = TOKBENCH_DEFAULT_PROMPT;
 	o->max_tokens = cmd->max_tokens;
-	o->gen_tokens = TOKBENCH_LAB_TOKENS;
+	o->sim_tokens = TOKBENCH_LAB_TOKENS;
 	o->read_tokens = TOKBENCH_CANCEL_READ;
 	o->timeout_s = TOKBENCH_DEFAULT_TIMEOUT_S;
 	o->tpot_ms = -1;
@@ -1871,7 +1872,7 @@ tokbench_parse(const struct tokbench_cmd *cmd, int argc, char **argv,
 			break;
 		case TOKBENCH_OPT_N:
 			if (tokbench_parse_long(optarg, 1, TOKBENCH_MAX_TOKENS,
-			    &o->gen_tokens) != TS_OK)
+			    &o->sim_tokens) != TS_OK)
 				return tokbench_usage_error(cmd, "bad -n '%s': "
 				    "want an integer from 1 to %ld", optarg,
 				    TOKBENCH_MAX_TOKENS);

@@ -3,7 +3,7 @@
  * forward pass (see model.h for the format and the sources followed).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "model.h"
+#include "model/model.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model_pool.h"
+#include "model/model_pool.h"
 
 /* "ak42" read as a little-endian int32: the magic of llama2.c's newer
  * export versions (export.py version 1 and 2). */

@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ts.h"
+#include "common/ts.h"
 
 #define MODEL_HEADER_BYTES 28u
 

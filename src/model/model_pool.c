@@ -2,7 +2,7 @@
  * model_pool.c - the forward pass's worker threads (see model_pool.h).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "model_pool.h"
+#include "model/model_pool.h"
 
 #include <errno.h>
 #include <pthread.h>

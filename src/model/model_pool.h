@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "ts.h"
+#include "common/ts.h"
 
 #define MODEL_POOL_MAX_THREADS 256
 

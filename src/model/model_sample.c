@@ -1,23 +1,22 @@
 /*
- * model_sample.c - argmax, temperature and top-p sampling (see
+ * model/model_sample.c - argmax, temperature and top-p sampling (see
  * model_sample.h).
  */
-#include "model_sample.h"
+#include "model/model_sample.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "ts.h"
+#include "common/rng.h"
+#include "common/ts.h"
 
 uint64_t
 model_rng_seed(uint64_t seed)
 {
-	/* splitmix64 of the seed: nearby seeds give unrelated streams */
-	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+	/* one SplitMix64 step from the seed: nearby seeds give unrelated
+	 * streams */
+	uint64_t z = rng_splitmix64(&seed);
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
 	return z != 0 ? z : 0x2545f4914f6cdd1dULL;
 }
 

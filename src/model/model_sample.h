@@ -4,7 +4,8 @@
  * from. Pure functions: no state beyond the caller's PRNG word.
  *
  * After llama2.c run.c (sample_argmax, sample_mult, sample_topp,
- * random_f32: xorshift64*), with two differences: ties sort by lower id
+ * random_f32: xorshift64*, kept so that a checkpoint samples as it does
+ * under llama2.c; common/rng.h only seeds it), with two differences: ties sort by lower id
  * so results do not depend on qsort, and the nucleus falls back to a
  * full sort when run.c's cutoff shortcut would drop needed tokens.
  */

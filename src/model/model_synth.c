@@ -3,7 +3,7 @@
  * (see model_synth.h).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "model_synth.h"
+#include "model/model_synth.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_sample.h"
+#include "model/model_sample.h"
 
 /* A few UTF-8 pieces, then frequent English words in order of frequency
  * (after the usual lists): the synthetic vocabulary holds their

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "ts.h"
+#include "model/model.h"
+#include "common/ts.h"
 
 /* The tokenizer needs the 259 specials and bytes plus 95 characters. */
 #define MODEL_SYNTH_MIN_VOCAB 354u

@@ -10,9 +10,9 @@
  * in the same order, in O(n log n).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "tokenizer.h"
+#include "model/tokenizer.h"
 
-#include "gen_utf8.h"
+#include "engine/utf8.h"
 
 #include <errno.h>
 #include <math.h>
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 
 /* run.c's best_score starts at -1e10: a merge must score above it. */
 #define TOKENIZER_MIN_SCORE -1e10f
@@ -192,7 +192,7 @@ tokenizer_load(struct tokenizer **out, const void *data, size_t len,
 		/* Pieces are text (SentencePiece writes UTF-8; raw bytes are
 		 * spelt "<0xXX>"): a piece that is not valid UTF-8 would
 		 * reach clients as broken JSON. */
-		if (!gen_utf8_valid((const char *)p + off + 8, (size_t)n)) {
+		if (!utf8_valid((const char *)p + off + 8, (size_t)n)) {
 			snprintf(err, errlen, "token %u at offset %zu: its "
 			    "%d-byte piece is not valid UTF-8", count, off,
 			    n);

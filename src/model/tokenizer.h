@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ts.h"
+#include "common/ts.h"
 
 /* Limits of a tokenizer file: the longest piece, and the vocabulary. */
 #define TOKENIZER_MAX_TOKEN_LENGTH 4096u

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "http.h"
+#include "server/http.h"
 
 /* The integer request parameters and their documented caps and error
  * codes (README "Request parameters"), as the fuzz models know them. */

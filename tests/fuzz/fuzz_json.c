@@ -24,7 +24,7 @@
 
 #include "fuzz.h"
 #include "fuzz_http.h"
-#include "http.h"
+#include "server/http.h"
 
 
 /*

@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "metrics.h"
+#include "server/metrics.h"
 
 /* The layout of metrics.h "File format". */
 #define FILE_SIZE 5376u

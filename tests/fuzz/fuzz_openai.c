@@ -35,7 +35,9 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "openai.h"
+#include "openai/chat.h"
+#include "openai/encode.h"
+#include "openai/parse.h"
 
 #define MODEL "tokstream-sim"
 #define MODEL_LEN (sizeof(MODEL) - 1)

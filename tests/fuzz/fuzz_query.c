@@ -22,7 +22,7 @@
 
 #include "fuzz.h"
 #include "fuzz_http.h"
-#include "http.h"
+#include "server/http.h"
 
 /* Names longer than this (encoded) are skipped undecoded by http.c: no
  * parameter name tokstream knows is that long even fully escaped. */

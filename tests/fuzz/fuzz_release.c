@@ -1,6 +1,6 @@
 /*
- * fuzz_release.c - the per-sequence detokenizer (src/gen_release.h): stop
- * strings (gen_stop.h) and UTF-8 holdback (gen_utf8.h) over arbitrary
+ * fuzz_release.c - the per-sequence detokenizer (src/sim_release.h): stop
+ * strings (sim_stop.h) and UTF-8 holdback (sim_utf8.h) over arbitrary
  * bytes cut at arbitrary points.
  *
  * Input: byte 0 & 7 is the number of stop strings (5..7 must be refused
@@ -13,7 +13,7 @@
  * from a hash of the input; now and then a 65-byte piece, which must be
  * refused with TS_ELIMIT and change nothing) and in 64-byte pieces.
  * Properties, each checked with abort():
- *  - gen_release_init's result is the documented one;
+ *  - release_init's result is the documented one;
  *  - every chunk is valid UTF-8, whatever the input;
  *  - the chunks and the finish chunk, concatenated, equal a reference: the
  *    text decoded by a direct transcription of Unicode's "maximal subpart"
@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "gen_release.h"
+#include "engine/release.h"
 
 /* A growable byte log. */
 struct log {
@@ -55,7 +55,7 @@ struct stops {
 	size_t n;                       /* as read: may be over 4 */
 	const char *s[8];
 	size_t len[8];
-	enum ts_err want;               /* what gen_release_init must say */
+	enum ts_err want;               /* what release_init must say */
 };
 
 /* Unicode table 3-7: the range of the second byte after lead c, and the
@@ -180,14 +180,14 @@ static void
 run(const struct stops *st, const char *text, size_t len, uint64_t seed,
     const struct log *ref, const size_t *upto, size_t cut)
 {
-	struct gen_release r;
-	struct gen_chunk c;
+	struct release r;
+	struct release_chunk c;
 	struct log out = { NULL, 0, 0 };
 	size_t pos = 0, n, nstops, live;
 	enum ts_err rc;
 	int stop = 0, s;
 
-	rc = gen_release_init(&r, st->s, st->len, st->n);
+	rc = release_init(&r, st->s, st->len, st->n);
 	FUZZ_CHECK(rc == st->want);
 	nstops = rc == TS_OK ? st->n : 0;
 	while (pos < len) {
@@ -195,15 +195,15 @@ run(const struct stops *st, const char *text, size_t len, uint64_t seed,
 
 		n = seed ? (size_t)(x >> 8) % 65 : 64;
 		if (seed && (x & 0x1f) == 0 && len - pos > 64) {
-			rc = gen_release_bytes(&r, text + pos, 65, &c, &s);
+			rc = release_bytes(&r, text + pos, 65, &c, &s);
 			FUZZ_CHECK(rc == TS_ELIMIT && c.len == 0);
 			FUZZ_CHECK(s == stop);
 		}
 		if (n > len - pos)
 			n = len - pos;
-		rc = gen_release_bytes(&r, text + pos, n, &c, &s);
+		rc = release_bytes(&r, text + pos, n, &c, &s);
 		FUZZ_CHECK(rc == TS_OK);
-		FUZZ_CHECK(gen_utf8_valid(c.p, c.len));
+		FUZZ_CHECK(utf8_valid(c.p, c.len));
 		if (stop != 0)
 			FUZZ_CHECK(c.len == 0 && s == stop);
 		log_put(&out, c.p, c.len);
@@ -218,14 +218,14 @@ run(const struct stops *st, const char *text, size_t len, uint64_t seed,
 			FUZZ_CHECK(stop >= 1 && (size_t)stop <= nstops);
 		}
 	}
-	gen_release_finish(&r, &c);
-	FUZZ_CHECK(gen_utf8_valid(c.p, c.len));
+	release_finish(&r, &c);
+	FUZZ_CHECK(utf8_valid(c.p, c.len));
 	log_put(&out, c.p, c.len);
-	FUZZ_CHECK(gen_release_bytes(&r, "x", 1, &c, &s) == TS_EINVAL);
+	FUZZ_CHECK(release_bytes(&r, "x", 1, &c, &s) == TS_EINVAL);
 	FUZZ_CHECK(c.len == 0);
 	FUZZ_CHECK(out.len == cut);
 	FUZZ_CHECK(cut == 0 || memcmp(out.p, ref->p, cut) == 0);
-	FUZZ_CHECK(gen_utf8_valid(out.p, out.len));
+	FUZZ_CHECK(utf8_valid(out.p, out.len));
 	free(out.p);
 }
 
@@ -242,7 +242,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size == 0)
 		return 0;
 	st.n = data[0] & 7;
-	st.want = st.n > GEN_STOP_MAX ? TS_ELIMIT : TS_OK;
+	st.want = st.n > STOP_MAX ? TS_ELIMIT : TS_OK;
 	for (i = 0; i < st.n; i++) {
 		l = pos < size ? data[pos++] : 0;
 		if (l > size - pos)
@@ -250,18 +250,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		st.s[i] = (const char *)data + pos;
 		st.len[i] = l;
 		pos += l;
-		/* gen_stop_init checks the count, then each string in
-		 * order; gen_release_init then UTF-8. */
+		/* stop_init checks the count, then each string in
+		 * order; release_init then UTF-8. */
 		if (st.want == TS_OK) {
 			if (l == 0)
 				st.want = TS_EINVAL;
-			else if (l > GEN_STOP_MAX_BYTES)
+			else if (l > STOP_MAX_BYTES)
 				st.want = TS_ELIMIT;
 		}
 	}
 	if (st.want == TS_OK)
 		for (i = 0; i < st.n; i++)
-			if (!gen_utf8_valid(st.s[i], st.len[i]))
+			if (!utf8_valid(st.s[i], st.len[i]))
 				st.want = TS_EINVAL;
 	text = (const char *)data + pos;
 	upto = malloc((size - pos + 1) * sizeof(*upto));

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "resume.h"
+#include "server/resume.h"
 
 static uint64_t
 le64(const uint8_t *p)

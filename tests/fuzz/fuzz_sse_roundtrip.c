@@ -27,8 +27,8 @@
 
 #include "bench/sse_parse.h"
 #include "fuzz.h"
-#include "resume.h"
-#include "sse.h"
+#include "server/resume.h"
+#include "server/sse.h"
 
 #define OUT_MAX (1u << 24)      /* bytes; far above any input's event */
 

@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "state.h"
+#include "server/state.h"
 
 #define HDR_SIZE 128u
 #define REC_SIZE 128u

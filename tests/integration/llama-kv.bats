@@ -8,7 +8,7 @@ setup_file() {
 	MODEL_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/model.XXXXXX")
 	# context 4096 x 4 layers x kv_dim 128 x 2 (K and V) x 4 bytes:
 	# 16 MiB of KV cache per sequence
-	"$TS_BUILDDIR/src/model/tokstream-mkmodel" \
+	"$TS_BUILDDIR/src/tools/tokstream-mkmodel" \
 		--out-model "$MODEL_DIR/model.bin" \
 		--out-tokenizer "$MODEL_DIR/tokenizer.bin" \
 		--dim 128 --hidden-dim 344 --layers 4 --heads 4 --kv-heads 4 \

@@ -8,7 +8,7 @@ load helpers
 
 setup_file() {
 	MODEL_DIR=$(mktemp -d "${BATS_FILE_TMPDIR:-/tmp}/model.XXXXXX")
-	"$TS_BUILDDIR/src/model/tokstream-mkmodel" \
+	"$TS_BUILDDIR/src/tools/tokstream-mkmodel" \
 		--out-model "$MODEL_DIR/model.bin" \
 		--out-tokenizer "$MODEL_DIR/tokenizer.bin" \
 		--dim 128 --hidden-dim 344 --layers 4 --heads 4 --kv-heads 2 \

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "bench/client.h"
+#include "common/buf.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 

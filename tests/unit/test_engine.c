@@ -15,9 +15,11 @@
 
 #include <string.h>
 
-#include "engine.h"
-#include "gen.h"
-#include "state.h"
+#include "engine/engine.h"
+#include "server/record.h"
+#include "server/state.h"
+#include "sim/lab.h"
+#include "sim/sim.h"
 
 #define MS 1000000LL
 
@@ -28,19 +30,50 @@ struct probe {
 	uint32_t seen;
 };
 
+/* The simulator, and the server's record hooks over a state (if any). */
+static struct engine_backend sim;
+static struct record_ctx records;
+static struct engine_hooks hooks;
+
+static struct engine *
+mk_engine_cfg(const struct engine_config *cfg, struct state *st)
+{
+	struct engine *e;
+
+	sim_backend(&sim);
+	records.state = st;
+	records.metrics = NULL;
+	record_hooks(&hooks, &records);
+	assert_int_equal(engine_create_manual(&e, cfg, &sim, &hooks), TS_OK);
+	return e;
+}
+
 static struct engine *
 mk_engine(uint32_t seqs, uint32_t waiting, struct state *st)
 {
 	struct engine_config cfg;
-	struct engine *e;
 
 	engine_config_defaults(&cfg);
 	cfg.max_num_seqs = seqs;
 	cfg.max_waiting = waiting;
 	cfg.lat.tpot_ms = 20;
-	assert_int_equal(engine_create_manual(&e, &cfg, &engine_backend_sim,
-	    st), TS_OK);
-	return e;
+	return mk_engine_cfg(&cfg, st);
+}
+
+/* A request for the lab model with the fields the tests do not vary. */
+static void
+lab_request(struct engine_request *r, const char *prompt, uint32_t max_tokens,
+    double prefill_ms)
+{
+	memset(r, 0, sizeof(*r));
+	r->prompt = prompt;
+	r->prompt_len = strlen(prompt);
+	r->model = SIM_MODEL_LAB;
+	engine_sampling_greedy(&r->sampling);
+	r->max_tokens = max_tokens;
+	r->prefill_ms = prefill_ms;
+	r->tpot_ms = -1;
+	r->error_after = -1;
 }
 
 static enum ts_err
@@ -49,17 +82,9 @@ submit(struct engine *e, struct probe *p, const char *prompt,
 {
 	struct engine_request r;
 
-	memset(&r, 0, sizeof(r));
 	memset(p, 0, sizeof(*p));
-	r.prompt = prompt;
-	r.prompt_len = strlen(prompt);
-	r.max_tokens = max_tokens;
-	r.prefill_ms = prefill_ms;
-	r.tpot_ms = -1;
-	r.error_after = -1;
+	lab_request(&r, prompt, max_tokens, prefill_ms);
 	r.t0_ns = t0;
-	r.kind = STATE_KIND_STREAM;
-	r.notify_fd = -1;
 	return engine_submit(e, &r, &p->s);
 }
 
@@ -108,7 +133,7 @@ test_one_sequence_timing_and_tokens(void **unused)
 	struct engine *e = mk_engine(4, 4, NULL);
 	struct probe a = { 0 }, *ps[] = { &a };
 	struct engine_view v;
-	struct gen_stream g;
+	struct sim_lab g;
 	uint32_t i;
 
 	(void)unused;
@@ -120,9 +145,9 @@ test_one_sequence_timing_and_tokens(void **unused)
 		assert_int_equal(a.at[i], 40 * MS + (int64_t)i * 20 * MS);
 	engine_seq_view(a.s, &v);
 	assert_int_equal(v.finish, ENGINE_FINISH_LENGTH);
-	gen_init(&g, "hello", 5);
+	sim_lab_init(&g, "hello", 5);
 	for (i = 0; i < 5; i++)
-		assert_int_equal(v.ids[i], gen_next(&g));
+		assert_int_equal(v.ids[i], sim_lab_next(&g));
 	engine_release(e, a.s);
 	engine_destroy(e);
 }
@@ -284,8 +309,7 @@ test_no_cancel_keeps_generating(void **unused)
 	(void)unused;
 	engine_config_defaults(&cfg);
 	cfg.no_cancel = 1;
-	assert_int_equal(engine_create_manual(&e, &cfg, &engine_backend_sim,
-	    NULL), TS_OK);
+	e = mk_engine_cfg(&cfg, NULL);
 	assert_int_equal(submit(e, &a, "a", 50, 40, 0), TS_OK);
 	run_until(e, 0, 100 * MS, ps, 1);
 	engine_cancel(e, a.s, 100 * MS);
@@ -305,9 +329,9 @@ test_no_cancel_keeps_generating(void **unused)
 static int stalls;
 
 static void
-on_stall(void *ctx)
+on_stall(void *user)
 {
-	(void)ctx;
+	(void)user;
 	stalls++;
 }
 
@@ -319,15 +343,8 @@ test_write_stall_cancels(void **unused)
 	struct probe a = { 0 }, *ps[] = { &a };
 
 	(void)unused;
-	memset(&r, 0, sizeof(r));
 	memset(&a, 0, sizeof(a));
-	r.prompt = "stall";
-	r.prompt_len = 5;
-	r.max_tokens = 8000;
-	r.prefill_ms = 40;
-	r.tpot_ms = -1;
-	r.error_after = -1;
-	r.notify_fd = -1;
+	lab_request(&r, "stall", 8000, 40);
 	r.on_stall = on_stall;
 	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
 	run_until(e, 0, 100 * MS, ps, 1);
@@ -351,14 +368,8 @@ test_error_after_zero_tokens_and_resume(void **unused)
 	struct engine_view va, vc;
 
 	(void)unused;
-	memset(&r, 0, sizeof(r));
-	r.prompt = "resume me";
-	r.prompt_len = 9;
-	r.max_tokens = 30;
-	r.prefill_ms = 40;
-	r.tpot_ms = -1;
+	lab_request(&r, "resume me", 30, 40);
 	r.error_after = 4;
-	r.notify_fd = -1;
 	memset(&a, 0, sizeof(a));
 	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
 	r.error_after = -1;
@@ -378,12 +389,12 @@ test_error_after_zero_tokens_and_resume(void **unused)
 	engine_seq_view(a.s, &va);
 	engine_seq_view(c.s, &vc);
 	{
-		struct gen_stream g;
+		struct sim_lab g;
 		uint32_t i;
 
-		gen_init(&g, "resume me", 9);
+		sim_lab_init(&g, "resume me", 9);
 		for (i = 0; i < 30; i++) {
-			uint32_t id = gen_next(&g);
+			uint32_t id = sim_lab_next(&g);
 
 			if (i < 4)
 				assert_int_equal(va.ids[i], id);
@@ -413,8 +424,7 @@ test_load_factor(void **unused)
 	assert_true(engine_load_factor(&cfg, 5) == 3.0);
 	assert_true(engine_load_factor(&cfg, 9) == 3.0);
 	cfg.lat.tpot_ms = 20;
-	assert_int_equal(engine_create_manual(&e, &cfg, &engine_backend_sim,
-	    NULL), TS_OK);
+	e = mk_engine_cfg(&cfg, NULL);
 	/* Two sequences: factor 1.5 on prefill (40 -> 60) and steps. */
 	assert_int_equal(submit(e, &a, "a", 3, 40, 0), TS_OK);
 	assert_int_equal(submit(e, &b, "b", 3, 40, 0), TS_OK);
@@ -438,8 +448,7 @@ run_jittered(uint64_t seed, int64_t *times)
 	cfg.jitter_tpot_ms = 5;
 	cfg.jitter_prefill_ms = 5;
 	cfg.seed = seed;
-	assert_int_equal(engine_create_manual(&e, &cfg, &engine_backend_sim,
-	    NULL), TS_OK);
+	e = mk_engine_cfg(&cfg, NULL);
 	assert_int_equal(submit(e, &a, "j", 20, 40, 0), TS_OK);
 	run_until(e, 0, 100000 * MS, ps, 1);
 	memcpy(times, a.at, 20 * sizeof(*times));

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "http.h"
+#include "server/http.h"
 
 #define T(s) s, sizeof(s) - 1
 

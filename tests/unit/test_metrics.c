@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "metrics.h"
+#include "server/metrics.h"
 
 #define FILE_SIZE 5376          /* metrics.h "File format" */
 #define SLOT_OFF 1280           /* header, histograms, counters, reasons */

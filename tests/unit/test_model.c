@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/backend.h"
+#include "model/llama.h"
 #include "model/model.h"
 #include "model/model_synth.h"
 #include "model_ref.h"
@@ -127,9 +127,9 @@ open_backend(struct engine_backend *b, size_t shape, uint32_t threads,
 	o.threads = threads;
 	o.max_batch = max_batch;
 	o.context = context;
-	rc = model_backend_open(b, m, t, &o, err, sizeof(err));
+	rc = llama_backend_open(b, m, t, &o, err, sizeof(err));
 	if (rc != TS_OK)
-		fail_msg("model_backend_open: %s", err);
+		fail_msg("llama_backend_open: %s", err);
 }
 
 /* The reference's prompt ids, first logits and NGEN greedy tokens. */
@@ -162,14 +162,29 @@ reference(size_t shape, const char *prompt, float *logits0, uint32_t *gen)
 	return n;
 }
 
+/* The lab endpoints' sampling: greedy. */
+static const struct engine_sampling greedy = { 0.0, 1.0, 0, 0, 0 };
+
+/* The backend's count of the prompt's tokens (BOS included). */
+static enum ts_err
+prompt_tokens(const struct engine_backend *b, const char *p, size_t len,
+    uint32_t *n)
+{
+	uint64_t k = 0;
+	enum ts_err rc = b->count_tokens(b->impl, 0, p, len, &k);
+
+	*n = (uint32_t)k;
+	return rc;
+}
+
 /* Starts a sequence of `prompt` and checks TS_OK. */
 static void *
 start(struct engine_backend *b, const char *prompt, uint32_t skip)
 {
 	void *seq = NULL;
 
-	assert_int_equal(b->seq_start(b->impl, prompt, strlen(prompt), skip,
-	    NULL, &seq), TS_OK);
+	assert_int_equal(b->seq_start(b->impl, 0, prompt, strlen(prompt),
+	    skip, &greedy, &seq), TS_OK);
 	assert_non_null(seq);
 	return seq;
 }
@@ -179,16 +194,16 @@ static void
 run_alone(struct engine_backend *b, const char *prompt, uint32_t skip,
     uint32_t *ids, size_t n, float *logits0)
 {
-	const struct model_config *c = model_backend_config(b);
+	const struct model_config *c = llama_backend_config(b);
 	void *seq = start(b, prompt, skip);
 	size_t i;
 
 	if (logits0 != NULL)
-		memcpy(logits0, model_backend_seq_logits(seq),
+		memcpy(logits0, llama_backend_seq_logits(seq),
 		    c->vocab_size * sizeof(float));
 	for (i = 0; i < n; i++)
 		assert_int_equal(b->step(b->impl, &seq, 1, &ids[i]), TS_OK);
-	assert_null(model_backend_seq_logits(seq));
+	assert_null(llama_backend_seq_logits(seq));
 	b->seq_free(b->impl, seq);
 }
 
@@ -210,7 +225,7 @@ test_golden(void **unused)
 			float scale = 1.0f;
 
 			nref = reference(s, prompts[p], want, want_ids);
-			assert_int_equal(model_backend_prompt_tokens(&b,
+			assert_int_equal(prompt_tokens(&b,
 			    prompts[p], strlen(prompts[p]), &np), TS_OK);
 			assert_int_equal(np, nref);
 			run_alone(&b, prompts[p], 0, got_ids, NGEN, got);
@@ -229,7 +244,7 @@ test_golden(void **unused)
 					    "%u, reference %u", shapes[s].name,
 					    p, i, got_ids[i], want_ids[i]);
 		}
-		model_backend_close(&b);
+		llama_backend_close(&b);
 		free(want);
 		free(got);
 	}
@@ -258,7 +273,7 @@ test_threads_and_chunks_identical(void **unused)
 				    cfg[k].max_batch, 0);
 				run_alone(&b, prompts[p], 0, k ? idsk : ids0,
 				    NGEN, k ? lk : l0);
-				model_backend_close(&b);
+				llama_backend_close(&b);
 				if (k == 0)
 					continue;
 				assert_memory_equal(l0, lk, vocab *
@@ -321,7 +336,7 @@ test_batch_equals_alone(void **unused)
 		}
 		for (k = 0; k < 3; k++)
 			b.seq_free(b.impl, seqs[k]);
-		model_backend_close(&b);
+		llama_backend_close(&b);
 	}
 }
 
@@ -343,7 +358,7 @@ test_skip_resumes(void **unused)
 			assert_memory_equal(ids, full + skip,
 			    (NGEN - skip) * sizeof(uint32_t));
 		}
-		model_backend_close(&b);
+		llama_backend_close(&b);
 	}
 }
 
@@ -360,14 +375,14 @@ test_context_end(void **unused)
 
 	open_backend(&b, 0, 1, 64, 0);
 	run_alone(&b, p, 0, full, NGEN, NULL);
-	assert_int_equal(model_backend_prompt_tokens(&b, p, strlen(p), &np),
+	assert_int_equal(prompt_tokens(&b, p, strlen(p), &np),
 	    TS_OK);
-	model_backend_close(&b);
+	llama_backend_close(&b);
 
 	/* room for the prompt and 3 fed tokens: tokens 0..3, then EOS */
 	ctx = np + 3;
 	open_backend(&b, 0, 1, 64, ctx);
-	assert_int_equal(model_backend_context(&b), ctx);
+	assert_int_equal(b.context_len(b.impl), ctx);
 	run_alone(&b, p, 0, ids, 10, NULL);
 	for (i = 0; i < 10; i++)
 		assert_int_equal(ids[i], i < 4 ? full[i] : MODEL_TOKEN_EOS);
@@ -379,24 +394,24 @@ test_context_end(void **unused)
 	run_alone(&b, p, 3, ids, 2, NULL);
 	assert_int_equal(ids[0], full[3]);
 	assert_int_equal(ids[1], MODEL_TOKEN_EOS);
-	model_backend_close(&b);
+	llama_backend_close(&b);
 
 	/* a prompt that fills the context exactly: one token, then EOS */
 	open_backend(&b, 0, 1, 64, np);
 	run_alone(&b, p, 0, ids, 2, NULL);
 	assert_int_equal(ids[0], full[0]);
 	assert_int_equal(ids[1], MODEL_TOKEN_EOS);
-	model_backend_close(&b);
+	llama_backend_close(&b);
 
 	/* one position short: refused */
 	open_backend(&b, 0, 1, 64, np - 1);
 	seq = (void *)1;
-	assert_int_equal(b.seq_start(b.impl, p, strlen(p), 0, NULL, &seq),
-	    TS_ELIMIT);
+	assert_int_equal(b.seq_start(b.impl, 0, p, strlen(p), 0, &greedy,
+	    &seq), TS_ELIMIT);
 	assert_null(seq);
-	assert_int_equal(model_backend_prompt_tokens(&b, p, strlen(p), &np),
+	assert_int_equal(prompt_tokens(&b, p, strlen(p), &np),
 	    TS_ELIMIT);
-	model_backend_close(&b);
+	llama_backend_close(&b);
 }
 
 static void
@@ -425,18 +440,18 @@ test_bad_calls(void **unused)
 	assert_int_equal(len, 0);
 	assert_string_equal(b.token_text(b.impl, MODEL_TOKEN_EOS, &len), "");
 	assert_int_equal(len, 0);
-	model_backend_close(&b);
-	model_backend_close(&b);        /* a closed backend is zeroed */
+	llama_backend_close(&b);
+	llama_backend_close(&b);        /* a closed backend is zeroed */
 
 	shape_paths(0, m, t, sizeof(m));
 	model_options_defaults(&o);
 	o.context = 100000;
-	assert_int_equal(model_backend_open(&b, m, t, &o, err, sizeof(err)),
+	assert_int_equal(llama_backend_open(&b, m, t, &o, err, sizeof(err)),
 	    TS_EINVAL);
 	assert_non_null(strstr(err, "seq_len 256"));
 	model_options_defaults(&o);
 	o.max_batch = 0;
-	assert_int_equal(model_backend_open(&b, m, t, &o, err, sizeof(err)),
+	assert_int_equal(llama_backend_open(&b, m, t, &o, err, sizeof(err)),
 	    TS_EINVAL);
 	assert_null(b.impl);
 	/* a tokenizer of another vocabulary size */
@@ -446,7 +461,7 @@ test_bad_calls(void **unused)
 
 		shape_paths(0, m0, t0, sizeof(m0));
 		model_options_defaults(&o);
-		assert_int_equal(model_backend_open(&b, m0, t, &o, err,
+		assert_int_equal(llama_backend_open(&b, m0, t, &o, err,
 		    sizeof(err)), TS_EFORMAT);
 		assert_non_null(strstr(err, t));
 		assert_non_null(strstr(err, "tokenizer has 400 tokens but "

@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gen_chat.h"
-#include "openai.h"
+#include "openai/chat.h"
+#include "openai/encode.h"
+#include "openai/parse.h"
 
 #define T(s) s, sizeof(s) - 1
 #define N(a) (sizeof(a) / sizeof((a)[0]))

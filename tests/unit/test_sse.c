@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "sse.h"
+#include "server/sse.h"
 
 struct enc_case {
 	const char *token;

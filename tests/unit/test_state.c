@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "state.h"
+#include "server/state.h"
 
 static char dir[256];
 

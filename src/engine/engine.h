@@ -1,0 +1,285 @@
+/*
+ * engine/engine.h - the serving engine of one responder process: slots, a
+ * waiting queue and one decode loop that runs continuous batching over a
+ * backend (engine/backend.h). No libfcgi, no sockets, no HTTP: the server
+ * submits requests and relays what the engine publishes, so the engine can
+ * be driven by unit tests with a synthetic clock.
+ *
+ * Model (docs/ARCHITECTURE.md "The engine"), after vLLM's scheduler and
+ * llm-d-inference-sim's latency model (engine/latency.h):
+ *   - max_num_seqs slots. A request waits in a FIFO queue (at most
+ *     max_waiting; beyond that engine_submit refuses: HTTP 429) until a
+ *     slot is free, then prefills.
+ *   - Prefill takes prefill_ms x load factor (+ jitter) and yields the
+ *     first token; it overlaps the running batch (as with chunked prefill)
+ *     rather than stalling it. The sequence then joins the batch at its
+ *     next step boundary.
+ *   - Each decode step produces one token for every sequence in the batch
+ *     and takes tpot_ms x load factor (+ jitter).
+ *   - A sequence leaves when it finishes (max_tokens, an EOS token, a stop
+ *     string, an injected error) or is cancelled; a cancelled decoding
+ *     sequence leaves at its next step boundary (the token of the step in
+ *     flight is dropped) and its slot goes to the next waiting request at
+ *     once.
+ *   - Times are absolute deadlines on CLOCK_MONOTONIC: a late wake-up
+ *     does not shift later tokens.
+ * A request with its own tpot_ms (the lab's knob) decodes at its own
+ * cadence, as if it ran on a model of that speed; requests at the server's
+ * TPOT share the batch's step boundaries.
+ *
+ * What the engine publishes per sequence is token ids, in order, and how
+ * it ended; the text of those ids (stop strings cut, incomplete UTF-8
+ * held back) is made by whoever sends them, with engine/release.h, the
+ * same way the engine decides that a stop string ended a sequence.
+ */
+#ifndef TS_ENGINE_ENGINE_H
+#define TS_ENGINE_ENGINE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/ts.h"
+#include "engine/backend.h"
+#include "engine/latency.h"
+#include "engine/stop.h"
+
+#define ENGINE_DEFAULT_MAX_NUM_SEQS 64
+#define ENGINE_DEFAULT_MAX_WAITING 64
+#define ENGINE_DEFAULT_WRITE_STALL_MS 30000.0
+#define ENGINE_MAX_SEQS 4096
+
+/* Engine settings; engine_config_defaults() fills the documented ones. */
+struct engine_config {
+	struct engine_latency lat;
+	uint32_t max_num_seqs;     /* slots, 1..ENGINE_MAX_SEQS */
+	uint32_t max_waiting;      /* waiting queue cap; 0 = no queue */
+	double load_factor_max;    /* step time factor at max_num_seqs, >= 1 */
+	double jitter_prefill_ms;  /* standard deviation, 0 = none */
+	double jitter_tpot_ms;     /* standard deviation, 0 = none */
+	uint64_t seed;             /* jitter PRNG seed */
+	double write_stall_ms;     /* a write blocked this long cancels the
+				    * sequence; 0 = never */
+	int no_cancel;             /* demo of the failure mode: keep
+				    * generating for clients that left */
+};
+
+void engine_config_defaults(struct engine_config *cfg);
+
+/* Why a sequence ended. */
+enum engine_finish {
+	ENGINE_FINISH_NONE = 0,     /* still going */
+	ENGINE_FINISH_LENGTH,       /* max_tokens reached */
+	ENGINE_FINISH_STOP,         /* an EOS token or a stop string */
+	ENGINE_FINISH_CANCELLED,    /* the client left ("abort") */
+	ENGINE_FINISH_ERROR,        /* injected error or backend failure */
+	ENGINE_FINISH_SHUTDOWN      /* the server is stopping */
+};
+
+/* Why a sequence was cancelled (engine_cancel's cause). */
+enum engine_cause {
+	ENGINE_CAUSE_NONE = 0,
+	ENGINE_CAUSE_CLIENT_GONE,   /* a failed write or a hang-up */
+	ENGINE_CAUSE_WRITE_STALL,   /* the client stopped reading */
+	ENGINE_CAUSE_SHUTDOWN       /* the server is stopping */
+};
+
+struct engine;
+struct engine_seq;
+
+/*
+ * Who hears of a sequence's news (a token, its slot, its end): one relay
+ * thread. The engine pushes each sequence with news onto the listener's
+ * list at most once until it is taken, and after a pass of its loop calls
+ * wake(l) once for every listener it pushed onto: one wake-up per step per
+ * listener, not one per token per stream. The list is lock-free (an
+ * intrusive stack); engine_listener_take empties it.
+ */
+struct engine_listener {
+	_Atomic(struct engine_seq *) news;   /* engine.c's */
+	int pending;                         /* engine.c's (engine thread) */
+	struct engine_listener *next_wake;   /* engine.c's (engine thread) */
+	void (*wake)(struct engine_listener *l);  /* engine thread; must
+					      * not call into the engine */
+	void *ctx;
+};
+
+/* Sets up a listener whose wake is `wake` (may be NULL: poll). */
+void engine_listener_init(struct engine_listener *l,
+    void (*wake)(struct engine_listener *l), void *ctx);
+
+/*
+ * Takes every sequence with news since the last take, in the order the
+ * engine pushed them; walk the list with engine_seq_next_news. A sequence
+ * stays valid while its relay holds it (until engine_release).
+ */
+struct engine_seq *engine_listener_take(struct engine_listener *l);
+struct engine_seq *engine_seq_next_news(const struct engine_seq *s);
+
+/* One sequence to generate. Everything is copied by engine_submit. */
+struct engine_request {
+	const char *prompt;       /* (prompt, prompt_len) */
+	size_t prompt_len;        /* bytes */
+	uint64_t prompt_tokens;   /* as the backend counts them */
+	uint32_t model;           /* backend model index */
+	struct engine_sampling sampling;
+	uint32_t max_tokens;
+	double prefill_ms;        /* this request's prefill time, unscaled */
+	double tpot_ms;           /* < 0: the server's TPOT (shared steps) */
+	int32_t error_after;      /* -1, or fail after this many tokens */
+	uint32_t start_index;     /* resume: tokens 0..start_index-1 were
+				   * sent before; recomputed, not counted */
+	int64_t t0_ns;            /* CLOCK_MONOTONIC arrival of the request */
+	const char *stop[STOP_MAX];  /* stop strings, matched across
+				   * tokens (engine/stop.h limits) */
+	size_t stop_len[STOP_MAX];
+	size_t nstop;
+	struct engine_listener *listener;   /* NULL: nobody is told */
+	void *user;               /* the relay's, for engine_seq_user and
+				   * on_stall; opaque to the engine */
+	const void *hook_arg;     /* for the on_submit hook only (the
+				   * server's record of the request); opaque
+				   * to the engine, not kept */
+	/* Called (engine thread, lock held) when a write has been blocked
+	 * write_stall_ms: must make the blocked write fail. May be NULL. */
+	void (*on_stall)(void *user);
+};
+
+/*
+ * What a relay sees of its sequence (engine_seq_view). Everything before
+ * `produced` is final and stays valid until engine_release.
+ */
+struct engine_view {
+	uint32_t produced;          /* token ids ids[0..produced) are final */
+	const uint32_t *ids;        /* token i is index start_index + i */
+	uint32_t generated;         /* tokens the engine made, EOS included */
+	enum engine_finish finish;  /* NONE while still going */
+	int in_slot;                /* 0 while waiting for a slot */
+};
+
+/* How a sequence left, for the on_finish hook. */
+struct engine_outcome {
+	enum engine_finish finish;  /* CANCELLED also for a client that left
+				     * after its last token, before [DONE] */
+	enum engine_cause cause;    /* why it was cancelled, or NONE */
+	uint32_t produced;          /* tokens published */
+	uint32_t wasted;            /* produced but never delivered */
+	int64_t leave_ns;           /* cancel -> left the batch; 0 if not
+				     * cancelled */
+};
+
+/*
+ * What the engine tells the server, for the state file and the metrics.
+ * Called on the engine thread with its lock held (on_submit from
+ * engine_submit's caller, on_finish also from engine_release): they must
+ * be quick and must not call into the engine. `id` is what on_submit
+ * returned for the sequence. NULL members are skipped.
+ */
+struct engine_hooks {
+	void *ctx;
+	/* The request was accepted: returns its id (X-Request-Id), e.g. a
+	 * state record's; 0 when it has none. */
+	uint64_t (*on_submit)(void *ctx, const struct engine_request *r);
+	/* n tokens were generated for it. */
+	void (*on_tokens)(void *ctx, uint64_t id, uint32_t n);
+	/* It took a slot after waiting queue_ns. */
+	void (*on_admit)(void *ctx, uint64_t id, int64_t queue_ns);
+	/* Its prefill ended: it decodes from now on. */
+	void (*on_decode)(void *ctx, uint64_t id);
+	/* It ended for good (engine and relay both let go). */
+	void (*on_finish)(void *ctx, uint64_t id,
+	    const struct engine_outcome *o);
+	/* The numbers of sequences in slots and waiting changed. */
+	void (*on_counts)(void *ctx, uint32_t running, uint32_t waiting);
+};
+
+/*
+ * Creates an engine over `backend` (copied) and starts its thread.
+ * `hooks` may be NULL. Returns TS_OK, TS_EINVAL for a bad config or
+ * TS_ESYS if the thread cannot start.
+ */
+enum ts_err engine_create(struct engine **out, const struct engine_config
+    *cfg, const struct engine_backend *backend,
+    const struct engine_hooks *hooks);
+
+/* Creates an engine without a thread: the caller drives engine_advance
+ * with its own clock (unit tests). */
+enum ts_err engine_create_manual(struct engine **out,
+    const struct engine_config *cfg, const struct engine_backend *backend,
+    const struct engine_hooks *hooks);
+
+/* Stops the thread (if any) and frees everything. Sequences still held by
+ * relays must have been released. Accepts NULL. */
+void engine_destroy(struct engine *e);
+
+/* The backend the engine runs (its copy). */
+const struct engine_backend *engine_backend(const struct engine *e);
+
+/* 1 when the latency model paces the backend's tokens, 0 when the backend
+ * computes for real (engine/backend.h `physical`). */
+int engine_paces(const struct engine *e);
+
+/*
+ * Queues a request. Returns TS_OK with *out (release it with
+ * engine_release), TS_ELIMIT when the waiting queue is full (answer 429;
+ * on_submit is not called), TS_ETIMEDOUT when the engine is shutting down
+ * (503), or TS_EINVAL for stop strings engine/stop.h refuses.
+ */
+enum ts_err engine_submit(struct engine *e, const struct engine_request *r,
+    struct engine_seq **out);
+
+/* The sequence's id: what the on_submit hook returned. */
+uint64_t engine_seq_id(const struct engine_seq *s);
+
+/* The request's `user` pointer. */
+void *engine_seq_user(const struct engine_seq *s);
+
+/* The sequence's progress, read without blocking the engine. */
+void engine_seq_view(struct engine_seq *s, struct engine_view *v);
+
+/*
+ * The relay reports each token it delivered (written and flushed), and
+ * brackets each write with engine_write_begin/end so the engine can tell
+ * a stalled reader (docs/ARCHITECTURE.md "Write stalls").
+ */
+void engine_delivered(struct engine_seq *s, uint32_t delivered);
+void engine_write_begin(struct engine_seq *s, int64_t now_ns);
+void engine_write_end(struct engine_seq *s);
+
+/*
+ * The client is gone (a failed write or a hang-up seen at `now_ns`): the
+ * sequence leaves the queue at once, or the batch at its next step
+ * boundary, unless the engine runs with no_cancel.
+ */
+void engine_cancel(struct engine *e, struct engine_seq *s, int64_t now_ns);
+
+/*
+ * The relay is done with the sequence. on_finish is called by whichever
+ * of the relay and the engine lets go last. Accepts NULL.
+ */
+void engine_release(struct engine *e, struct engine_seq *s);
+
+/* Ends every sequence with ENGINE_FINISH_SHUTDOWN and refuses new ones. */
+void engine_shutdown(struct engine *e);
+
+/* Counts of this engine. */
+struct engine_stats {
+	uint32_t running;          /* in slots: prefill or decode */
+	uint32_t waiting;
+	uint64_t steps;            /* decode steps run */
+	uint64_t generated;        /* tokens produced */
+};
+void engine_stats(struct engine *e, struct engine_stats *out);
+
+/*
+ * Manual drive (engine_create_manual): runs everything due at `now_ns`
+ * (cancellations, admissions, prefill ends, decode steps) and returns the
+ * time of the next event, or INT64_MAX when idle.
+ */
+int64_t engine_advance(struct engine *e, int64_t now_ns);
+
+/* The load factor for n sequences in slots (1 <= factor <=
+ * load_factor_max). */
+double engine_load_factor(const struct engine_config *cfg, uint32_t n);
+
+#endif /* TS_ENGINE_ENGINE_H */

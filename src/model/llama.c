@@ -1,0 +1,437 @@
+/*
+ * model/llama.c - the transformer as an engine backend (model/llama.h):
+ * KV caches per sequence, prefill in seq_start, batched decode steps.
+ */
+#define _GNU_SOURCE             /* MAP_ANONYMOUS, MAP_POPULATE */
+#include "model/llama.h"
+
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "model/model.h"
+#include "model/model_pool.h"
+#include "model/model_sample.h"
+#include "model/tokenizer.h"
+
+/* Most rows of one forward pass (the engine has at most 4,096 slots). */
+#define MODEL_MAX_BATCH 4096u
+
+struct model_backend {
+	char name[128];              /* the checkpoint's file name */
+	const char *models[1];       /* its one model: name */
+	struct model *m;
+	struct tokenizer *tok;
+	struct model_run *run;
+	struct model_options opt;
+	uint32_t ctx;                /* positions per sequence */
+	struct model_row *rows;      /* [max_batch] */
+	struct model_seq **rseq;     /* [max_batch]: whose row */
+	size_t *ridx;                /* [max_batch]: its index in the step */
+};
+
+/* One sequence: its KV cache and where its stream stands. */
+struct model_seq {
+	float *kv;                   /* model_kv_floats(ctx), mmap'd */
+	size_t kv_bytes;
+	float *logits;               /* [vocab] */
+	uint32_t pos;                /* positions in the cache */
+	uint32_t last;               /* the token step() gave last, to
+				      * feed at the next decode position */
+	int fresh;                   /* logits hold the next token's
+				      * distribution, not yet sampled */
+	int full;                    /* cache full: EOS from now on */
+	int busy;                    /* in the step being run */
+	int decode;                  /* needs a decode position in it */
+	uint64_t rng;                /* sampler state */
+	float temperature;           /* this sequence's sampling */
+	float top_p;
+	int ignore_eos;              /* EOS and BOS masked before sampling */
+};
+
+void
+model_options_defaults(struct model_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->threads = 0;
+	o->max_batch = MODEL_DEFAULT_MAX_BATCH;
+	o->context = 0;
+}
+
+static uint32_t
+seq_sample(const struct model_backend *mb, struct model_seq *s)
+{
+	if (s->ignore_eos) {
+		s->logits[MODEL_TOKEN_EOS] = -INFINITY;
+		s->logits[MODEL_TOKEN_BOS] = -INFINITY;
+	}
+	return model_sample(s->logits, mb->m->cfg.vocab_size,
+	    s->temperature, s->top_p, &s->rng);
+}
+
+/* Runs rows[0..n) in passes of at most max_batch rows. */
+static void
+forward_rows(struct model_backend *mb, struct model_row *rows, size_t n)
+{
+	size_t i, k;
+
+	for (i = 0; i < n; i += k) {
+		k = n - i < mb->opt.max_batch ? n - i : mb->opt.max_batch;
+		model_forward(mb->run, rows + i, (uint32_t)k);
+	}
+}
+
+/* Feeds `token` at the sequence's next position and computes the logits
+ * after it. The caller checked that the cache has room. */
+static void
+seq_feed(struct model_backend *mb, struct model_seq *s, uint32_t token)
+{
+	struct model_row row;
+
+	row.kv = s->kv;
+	row.token = token;
+	row.pos = s->pos;
+	row.logits = s->logits;
+	model_forward(mb->run, &row, 1);
+	s->pos++;
+}
+
+static void
+backend_seq_free(void *impl, void *seq)
+{
+	struct model_seq *s = seq;
+
+	(void)impl;
+	if (s == NULL)
+		return;
+	if (s->kv != NULL)
+		munmap(s->kv, s->kv_bytes);
+	free(s->logits);
+	free(s);
+}
+
+static enum ts_err
+backend_seq_start(void *impl, uint32_t model, const char *prompt, size_t len,
+    uint32_t skip, const struct engine_sampling *samp, void **seq)
+{
+	struct model_backend *mb = impl;
+	const struct model_config *c = &mb->m->cfg;
+	struct model_seq *s = NULL;
+	struct model_row *rows = NULL;
+	uint32_t *ids = NULL;
+	size_t n = 0, i;
+	enum ts_err rc;
+
+	*seq = NULL;
+	if (model != 0)
+		return TS_EINVAL;
+	/* a token covers at most max_token_length bytes: refuse a prompt
+	 * that cannot fit before encoding it */
+	if (len / tokenizer_max_token_length(mb->tok) >= mb->ctx)
+		return TS_ELIMIT;
+	rc = tokenizer_encode(mb->tok, prompt, len, 1, 0, &ids, &n);
+	if (rc != TS_OK)
+		goto out;
+	if (n > mb->ctx) {
+		rc = TS_ELIMIT;
+		goto out;
+	}
+	s = xcalloc(1, sizeof(*s));
+	/* The KV cache is mapped, populated and unmapped on its own, as a
+	 * serving engine reserves it: the memory is resident while the
+	 * sequence lives and goes back to the system the moment it ends or
+	 * is cancelled (malloc could keep it in an arena). */
+	s->kv_bytes = model_kv_floats(c, mb->ctx) * sizeof(float);
+	s->kv = mmap(NULL, s->kv_bytes, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (s->kv == MAP_FAILED)
+		s->kv = NULL;
+	s->logits = malloc((size_t)c->vocab_size * sizeof(float));
+	if (s->kv == NULL || s->logits == NULL) {
+		rc = TS_ENOMEM;
+		goto out;
+	}
+	/* The request's sampling (the lab endpoints ask for greedy); the
+	 * default seed comes from the prompt, so the same request gives
+	 * the same tokens. */
+	s->temperature = (float)samp->temperature;
+	s->top_p = (float)samp->top_p;
+	s->ignore_eos = samp->ignore_eos;
+	s->rng = model_rng_seed(samp->has_seed ? samp->seed :
+	    rng_seed_of(prompt, len));
+
+	/* prefill: the prompt's positions as rows of one sequence, in
+	 * chunks of max_batch; logits for the last only */
+	rows = xmalloc(n * sizeof(*rows));
+	for (i = 0; i < n; i++) {
+		rows[i].kv = s->kv;
+		rows[i].token = ids[i];
+		rows[i].pos = (uint32_t)i;
+		rows[i].logits = i + 1 == n ? s->logits : NULL;
+	}
+	forward_rows(mb, rows, n);
+	s->pos = (uint32_t)n;
+	s->fresh = 1;
+
+	/* a resumed stream: recompute the tokens already sent */
+	for (i = 0; i < skip; i++) {
+		s->last = seq_sample(mb, s);
+		s->fresh = 0;
+		if (s->pos >= mb->ctx) {
+			s->full = 1;
+			break;
+		}
+		seq_feed(mb, s, s->last);
+		s->fresh = 1;
+	}
+	*seq = s;
+	s = NULL;
+	rc = TS_OK;
+out:
+	free(ids);
+	free(rows);
+	backend_seq_free(mb, s);
+	return rc;
+}
+
+/* Runs the decode rows collected so far and hands out their tokens. */
+static void
+step_flush(struct model_backend *mb, uint32_t nr, uint32_t *ids)
+{
+	uint32_t j;
+
+	model_forward(mb->run, mb->rows, nr);
+	for (j = 0; j < nr; j++) {
+		struct model_seq *s = mb->rseq[j];
+
+		s->pos++;
+		s->last = ids[mb->ridx[j]] = seq_sample(mb, s);
+	}
+}
+
+static enum ts_err
+backend_step(void *impl, void *const *seqs, size_t n, uint32_t *ids)
+{
+	struct model_backend *mb = impl;
+	struct model_seq *s;
+	enum ts_err rc = TS_OK;
+	uint32_t nr = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		s = seqs[i];
+		if (s == NULL || s->busy) {
+			rc = TS_EINVAL;  /* NULL, or the same one twice */
+			n = i;
+			goto out;
+		}
+		s->busy = 1;
+	}
+	/* the tokens that need no compute */
+	for (i = 0; i < n; i++) {
+		s = seqs[i];
+		s->decode = 0;
+		if (s->fresh) {
+			/* just prefilled: its logits are ready */
+			s->last = ids[i] = seq_sample(mb, s);
+			s->fresh = 0;
+		} else if (s->full || s->pos >= mb->ctx) {
+			s->full = 1;
+			ids[i] = MODEL_TOKEN_EOS;
+		} else {
+			s->decode = 1;
+		}
+	}
+	/* the others: one decode position each, max_batch rows a pass */
+	for (i = 0; i < n; i++) {
+		s = seqs[i];
+		if (!s->decode)
+			continue;
+		mb->rows[nr].kv = s->kv;
+		mb->rows[nr].token = s->last;
+		mb->rows[nr].pos = s->pos;
+		mb->rows[nr].logits = s->logits;
+		mb->rseq[nr] = s;
+		mb->ridx[nr] = i;
+		if (++nr == mb->opt.max_batch) {
+			step_flush(mb, nr, ids);
+			nr = 0;
+		}
+	}
+	if (nr > 0)
+		step_flush(mb, nr, ids);
+out:
+	for (i = 0; i < n; i++)
+		((struct model_seq *)seqs[i])->busy = 0;
+	return rc;
+}
+
+static const char *
+backend_token_text(void *impl, uint32_t id, size_t *len)
+{
+	struct model_backend *mb = impl;
+
+	return tokenizer_decode(mb->tok, UINT32_MAX, id, len);
+}
+
+static enum ts_err
+backend_count_tokens(void *impl, uint32_t model, const char *prompt,
+    size_t len, uint64_t *n)
+{
+	struct model_backend *mb = impl;
+	uint32_t *ids;
+	size_t k;
+	enum ts_err rc;
+
+	(void)model;
+	*n = 0;
+	if (len / tokenizer_max_token_length(mb->tok) >= mb->ctx)
+		return TS_ELIMIT;
+	rc = tokenizer_encode(mb->tok, prompt, len, 1, 0, &ids, &k);
+	if (rc != TS_OK)
+		return rc;
+	free(ids);
+	if (k > mb->ctx)
+		return TS_ELIMIT;
+	*n = k;
+	return TS_OK;
+}
+
+static uint32_t
+backend_context_len(void *impl)
+{
+	const struct model_backend *mb = impl;
+
+	return mb->ctx;
+}
+
+static void
+backend_close(void *impl)
+{
+	struct model_backend *mb = impl;
+
+	if (mb == NULL)
+		return;
+	model_run_free(mb->run);
+	tokenizer_free(mb->tok);
+	model_close(mb->m);
+	free(mb->rows);
+	free(mb->rseq);
+	free(mb->ridx);
+	free(mb);
+}
+
+enum ts_err
+llama_backend_open(struct engine_backend *out, const char *checkpoint,
+    const char *tokenizer, const struct model_options *o, char *err,
+    size_t errlen)
+{
+	struct model_backend *mb;
+	enum ts_err rc;
+
+	memset(out, 0, sizeof(*out));
+	if (o->max_batch == 0 || o->max_batch > MODEL_MAX_BATCH) {
+		snprintf(err, errlen, "max_batch %u is outside 1..%u",
+		    o->max_batch, MODEL_MAX_BATCH);
+		return TS_EINVAL;
+	}
+	if (o->threads > MODEL_POOL_MAX_THREADS) {
+		snprintf(err, errlen, "threads %u is over the limit %u",
+		    o->threads, MODEL_POOL_MAX_THREADS);
+		return TS_EINVAL;
+	}
+	mb = xcalloc(1, sizeof(*mb));
+	mb->opt = *o;
+	rc = model_open(&mb->m, checkpoint, err, errlen);
+	if (rc != TS_OK)
+		goto fail;
+	if (o->context > mb->m->cfg.seq_len) {
+		snprintf(err, errlen, "context %u is over the checkpoint's "
+		    "seq_len %u", o->context, mb->m->cfg.seq_len);
+		rc = TS_EINVAL;
+		goto fail;
+	}
+	mb->ctx = o->context ? o->context : mb->m->cfg.seq_len;
+	rc = tokenizer_open(&mb->tok, tokenizer, mb->m->cfg.vocab_size, err,
+	    errlen);
+	if (rc != TS_OK)
+		goto fail;
+	rc = model_run_create(&mb->run, mb->m, o->max_batch, mb->ctx,
+	    o->threads);
+	if (rc != TS_OK) {
+		snprintf(err, errlen, "cannot start %u compute threads: %s",
+		    o->threads, strerror(errno));
+		goto fail;
+	}
+	mb->rows = xmalloc(o->max_batch * sizeof(*mb->rows));
+	mb->rseq = xmalloc(o->max_batch * sizeof(*mb->rseq));
+	mb->ridx = xmalloc(o->max_batch * sizeof(*mb->ridx));
+	{
+		const char *slash = strrchr(checkpoint, '/');
+
+		snprintf(mb->name, sizeof(mb->name), "%s",
+		    slash != NULL ? slash + 1 : checkpoint);
+	}
+	mb->models[0] = mb->name;
+	out->impl = mb;
+	out->name = "llama";
+	out->models = mb->models;
+	out->nmodels = 1;
+	out->lab_model = 0;
+	out->physical = 1;
+	out->max_token_bytes = tokenizer_max_token_length(mb->tok);
+	/* EOS, and BOS, which llama2.c's story models emit between
+	 * stories */
+	out->eos_ids[0] = MODEL_TOKEN_EOS;
+	out->eos_ids[1] = MODEL_TOKEN_BOS;
+	out->seq_start = backend_seq_start;
+	out->step = backend_step;
+	out->token_text = backend_token_text;
+	out->seq_free = backend_seq_free;
+	out->count_tokens = backend_count_tokens;
+	out->context_len = backend_context_len;
+	out->close = backend_close;
+	return TS_OK;
+fail:
+	model_close(mb->m);
+	tokenizer_free(mb->tok);
+	free(mb);
+	return rc;
+}
+
+void
+llama_backend_close(struct engine_backend *b)
+{
+	backend_close(b->impl);
+	memset(b, 0, sizeof(*b));
+}
+
+const struct model_config *
+llama_backend_config(const struct engine_backend *b)
+{
+	const struct model_backend *mb = b->impl;
+
+	return &mb->m->cfg;
+}
+
+const char *
+llama_backend_decode(const struct engine_backend *b, uint32_t prev,
+    uint32_t id, size_t *len)
+{
+	const struct model_backend *mb = b->impl;
+
+	return tokenizer_decode(mb->tok, prev, id, len);
+}
+
+const float *
+llama_backend_seq_logits(const void *seq)
+{
+	const struct model_seq *s = seq;
+
+	return s->fresh ? s->logits : NULL;
+}

@@ -1,0 +1,105 @@
+/*
+ * sim_chat.c - the chat template of sim_chat.h.
+ */
+#include "openai/chat.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Role names, indexed by enum chat_role. */
+static const char *const chat_names[] = {
+	"system", "user", "assistant"
+};
+
+#define CHAT_NROLES (sizeof(chat_names) / sizeof(chat_names[0]))
+
+enum ts_err
+chat_role_parse(const char *name, size_t len, enum chat_role *role)
+{
+	size_t i;
+
+	for (i = 0; i < CHAT_NROLES; i++)
+		if (len == strlen(chat_names[i]) &&
+		    memcmp(name, chat_names[i], len) == 0) {
+			*role = (enum chat_role)i;
+			return TS_OK;
+		}
+	return TS_EINVAL;
+}
+
+const char *
+chat_role_name(enum chat_role role)
+{
+	if ((size_t)role >= CHAT_NROLES)
+		return NULL;
+	return chat_names[role];
+}
+
+/* Appends "<|role|>\n" for the role's name. */
+static enum ts_err
+chat_marker(struct ts_buf *out, const char *name)
+{
+	enum ts_err rc;
+
+	rc = ts_buf_append(out, "<|", 2);
+	if (rc == TS_OK)
+		rc = ts_buf_append(out, name, strlen(name));
+	if (rc == TS_OK)
+		rc = ts_buf_append(out, "|>\n", 3);
+	return rc;
+}
+
+enum ts_err
+chat_render(const struct chat_msg *msgs, size_t n,
+    struct ts_buf *out)
+{
+	size_t start = out->len, i;
+	const char *name;
+	enum ts_err rc = TS_OK;
+
+	for (i = 0; i < n && rc == TS_OK; i++) {
+		name = chat_role_name(msgs[i].role);
+		if (name == NULL) {
+			rc = TS_EINVAL;
+			break;
+		}
+		rc = chat_marker(out, name);
+		if (rc == TS_OK && msgs[i].len > 0)
+			rc = ts_buf_append(out, msgs[i].content, msgs[i].len);
+		if (rc == TS_OK)
+			rc = ts_buf_append(out, "\n", 1);
+	}
+	if (rc == TS_OK)
+		rc = chat_marker(out,
+		    chat_role_name(CHAT_ROLE_ASSISTANT));
+	if (rc != TS_OK) {
+		out->len = start;
+		if (out->p != NULL)
+			out->p[start] = '\0';  /* ts_buf's terminator */
+	}
+	return rc;
+}
+
+enum ts_err
+openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
+{
+	struct chat_msg *msgs;
+	enum ts_err rc;
+	size_t i;
+
+	if (req->kind != OPENAI_CHAT)
+		return TS_EINVAL;
+	msgs = xcalloc(req->n_messages + 1u, sizeof(*msgs));
+	for (i = 0; i < req->n_messages; i++) {
+		const struct openai_message *m = &req->messages[i];
+
+		msgs[i].role = m->role == OPENAI_ROLE_ASSISTANT ?
+		    CHAT_ROLE_ASSISTANT : m->role == OPENAI_ROLE_USER ?
+		    CHAT_ROLE_USER : CHAT_ROLE_SYSTEM;
+		msgs[i].content = m->content;
+		msgs[i].len = m->content_len;
+	}
+	rc = chat_render(msgs, req->n_messages, b);
+	free(msgs);
+	return rc;
+}

@@ -1,0 +1,127 @@
+/*
+ * openai/encode.h - encoding the OpenAI-compatible API's answers into a
+ * caller's buffer: whole responses, SSE stream chunks, the [DONE] marker,
+ * stream errors, GET /v1/models (OpenAI API reference). No I/O.
+ */
+#ifndef TS_OPENAI_ENCODE_H
+#define TS_OPENAI_ENCODE_H
+
+#include "openai/openai.h"
+
+/* What every response and chunk of one request carries. */
+struct openai_meta {
+	enum openai_kind kind;
+	uint64_t id;             /* the request id (X-Request-Id): the
+				  * response id is "cmpl-<id>" or
+				  * "chatcmpl-<id>", decimal */
+	int64_t created;         /* unix time in seconds */
+	const char *model;       /* borrowed for each call; UTF-8 */
+	size_t model_len;
+};
+
+/* Token counts; total_tokens is their sum. */
+struct openai_usage {
+	uint32_t prompt_tokens;
+	uint32_t completion_tokens;
+};
+
+/* "stop" or "length". */
+const char *openai_finish_reason(enum openai_finish f);
+
+/*
+ * Encoders. Each appends compact JSON built by jansson to *b and returns
+ * TS_OK; TS_EINVAL for text or a model name that is not UTF-8; TS_ELIMIT
+ * when b's limit would be exceeded; TS_ENOMEM if jansson cannot allocate.
+ * On any error nothing is appended.
+ */
+
+/*
+ * The whole (stream false) answer for generated (text, len):
+ * completions {"id","object":"text_completion","created","model",
+ * "choices":[{"index":0,"text","logprobs":null,"finish_reason"}],
+ * "usage":{"prompt_tokens","completion_tokens","total_tokens"}}; chat
+ * {"id","object":"chat.completion","created","model","choices":[{"index":
+ * 0,"message":{"role":"assistant","content"},"logprobs":null,
+ * "finish_reason"}],"usage":{...}}. No trailing newline.
+ */
+enum ts_err openai_encode_response(struct ts_buf *b,
+    const struct openai_meta *m, const char *text, size_t len,
+    enum openai_finish finish, const struct openai_usage *u);
+
+/*
+ * A stream's state between chunks. Event order: openai_encode_chunk per
+ * token, then openai_encode_end (finish chunk, usage chunk when
+ * include_usage, [DONE]); or, after an error, openai_encode_stream_error.
+ * `meta.model` is borrowed until the stream's last encode.
+ */
+struct openai_stream {
+	struct openai_meta meta;
+	int include_usage;       /* every chunk has "usage":null, and a
+				  * usage chunk precedes [DONE] */
+	int role_sent;           /* chat: the first chunk (with the role)
+				  * has been encoded */
+};
+
+void openai_stream_init(struct openai_stream *s, const struct openai_meta *m,
+    int include_usage);
+
+/*
+ * One token's chunk, an SSE event `data: <json>\n\n`. Completions
+ * {"id","object":"text_completion","created","model","choices":[{"index":
+ * 0,"text","logprobs":null,"finish_reason":null}]}; chat {...,"object":
+ * "chat.completion.chunk",...,"choices":[{"index":0,"delta":{"content"},
+ * "logprobs":null,"finish_reason":null}]} where the stream's first delta
+ * also has "role":"assistant" (before "content"; there is never a
+ * role-only chunk). With include_usage, "usage":null follows "choices".
+ */
+enum ts_err openai_encode_chunk(struct ts_buf *b, struct openai_stream *s,
+    const char *text, size_t len);
+
+/*
+ * The finish chunk: finish_reason set and an empty text (completions) or
+ * an empty delta {} (chat; {"role":"assistant","content":""} when no
+ * token chunk came first, so the role is still sent exactly once).
+ */
+enum ts_err openai_encode_finish(struct ts_buf *b, struct openai_stream *s,
+    enum openai_finish finish);
+
+/*
+ * With include_usage, the usage chunk {"id","object","created","model",
+ * "choices":[],"usage":{...}}; without it, nothing (TS_OK).
+ */
+enum ts_err openai_encode_usage(struct ts_buf *b,
+    const struct openai_stream *s, const struct openai_usage *u);
+
+/* The end of a stream that finished: openai_encode_finish, then
+ * openai_encode_usage, then `data: [DONE]\n\n`; all or nothing. */
+enum ts_err openai_encode_end(struct ts_buf *b, struct openai_stream *s,
+    enum openai_finish finish, const struct openai_usage *u);
+
+/*
+ * The end of a stream that failed after it began (the status line is
+ * gone): `data: {"error":{"message","type","param","code"}}\n\n` then
+ * `data: [DONE]\n\n`; all or nothing. No finish or usage chunk.
+ */
+enum ts_err openai_encode_stream_error(struct ts_buf *b,
+    const struct http_error *err);
+
+/* The served model, as GET /v1/models describes it. */
+struct openai_model_info {
+	const char *id;          /* model name (borrowed); UTF-8 */
+	size_t id_len;
+	int64_t created;         /* unix time in seconds */
+	uint32_t max_model_len;  /* vLLM's field, in tokens; 0: omitted */
+	const char *backend;     /* "sim", ... (borrowed); NULL: omitted */
+	const char *chat_template; /* CHAT_TEMPLATE; NULL: omitted */
+};
+
+/*
+ * GET /v1/models: {"object":"list","data":[{"id","object":"model",
+ * "created","owned_by":"tokstream"[,"max_model_len"][,"tokstream":
+ * {["backend"][,"chat_template"]}]}]}. Extra fields are allowed by the
+ * OpenAI clients. No trailing newline.
+ */
+enum ts_err openai_encode_models(struct ts_buf *b,
+    const struct openai_model_info *m);
+
+#endif /* TS_OPENAI_ENCODE_H */

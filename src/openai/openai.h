@@ -1,0 +1,54 @@
+/*
+ * openai/openai.h - what the OpenAI-compatible API's parser (parse.h) and
+ * encoders (encode.h) share: the documented limits, which endpoint, why
+ * generation ended. Pure modules: no sockets, no libfcgi, no engine; the
+ * server's v1.c does the I/O and the engine the generation.
+ *
+ * Wire format: the OpenAI API reference, "Completions" (legacy), "Chat
+ * Completions" (create, the chat completion object, the chunk object,
+ * stream_options.include_usage) and "Models" (list); vLLM's OpenAI
+ * server for the extension ignore_eos, max_completion_tokens beating
+ * max_tokens, and model-not-found being a 404.
+ */
+#ifndef TS_OPENAI_OPENAI_H
+#define TS_OPENAI_OPENAI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/ts.h"
+#include "server/http.h"
+
+/* Documented limits and defaults (docs/API.md "OpenAI API"). */
+#define OPENAI_MAX_TOKENS_CAP HTTP_MAX_TOKENS_CAP   /* max_tokens: 8192 */
+#define OPENAI_COMPLETIONS_DEFAULT_MAX_TOKENS 16    /* as OpenAI's */
+#define OPENAI_CHAT_DEFAULT_MAX_TOKENS 256          /* tokstream's choice */
+#define OPENAI_MAX_MESSAGES 256            /* chat messages per request */
+#define OPENAI_MAX_CONTENT_PARTS 256       /* text parts per message */
+#define OPENAI_MAX_CONTENT_BYTES (1u << 20) /* prompt, or all content */
+#define OPENAI_MAX_STOP 4                  /* stop sequences, as OpenAI */
+#define OPENAI_MAX_STOP_BYTES 64           /* bytes per stop sequence */
+
+/* Which endpoint a body was sent to. */
+enum openai_kind {
+	OPENAI_COMPLETIONS,      /* POST /v1/completions */
+	OPENAI_CHAT              /* POST /v1/chat/completions */
+};
+
+/* A chat message's author. "developer" is parsed as OPENAI_ROLE_SYSTEM
+ * (OpenAI's newer name for system instructions). */
+enum openai_role {
+	OPENAI_ROLE_SYSTEM,
+	OPENAI_ROLE_USER,
+	OPENAI_ROLE_ASSISTANT
+};
+
+/* Why generation ended: "stop" (EOS or a stop sequence), "length"
+ * (max_tokens reached). */
+enum openai_finish {
+	OPENAI_FINISH_STOP,
+	OPENAI_FINISH_LENGTH
+};
+
+#endif /* TS_OPENAI_OPENAI_H */

@@ -1,0 +1,813 @@
+/*
+ * openai/parse.c - the OpenAI-compatible API's request parser (OpenAI API
+ * reference: Completions, Chat Completions; vLLM's OpenAI server for its
+ * extensions). See parse.h. No I/O.
+ */
+#include "openai/parse.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ERR_TYPE "invalid_request_error"
+#define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
+
+/* A field path such as "messages[255].content[255].type" fits. */
+#define PATH_MAX_BYTES 64
+
+/* ---- request parsing ---------------------------------------------------- */
+
+void
+openai_request_free(struct openai_request *r)
+{
+	size_t i;
+
+	if (r == NULL)
+		return;
+	free(r->model);
+	r->model = NULL;
+	r->model_len = 0;
+	free(r->prompt);
+	r->prompt = NULL;
+	r->prompt_len = 0;
+	for (i = 0; r->messages != NULL && i < r->n_messages; i++)
+		free(r->messages[i].content);
+	free(r->messages);
+	r->messages = NULL;
+	r->n_messages = 0;
+	for (i = 0; i < r->n_stop && i < OPENAI_MAX_STOP; i++) {
+		free(r->stop[i].s);
+		r->stop[i].s = NULL;
+		r->stop[i].len = 0;
+	}
+	r->n_stop = 0;
+}
+
+static void
+request_defaults(struct openai_request *r, enum openai_kind kind)
+{
+	memset(r, 0, sizeof(*r));
+	r->kind = kind;
+	r->max_tokens = kind == OPENAI_CHAT ? OPENAI_CHAT_DEFAULT_MAX_TOKENS :
+	    OPENAI_COMPLETIONS_DEFAULT_MAX_TOKENS;
+	r->temperature = 1.0;
+	r->top_p = 1.0;
+	r->prefill_ms = -1;
+	r->tpot_ms = -1;
+	r->error_after = -1;
+}
+
+/* True when v is the JSON string `lit` exactly (NUL bytes included). */
+static int
+str_is(const json_t *v, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	return json_string_length(v) == n &&
+	    memcmp(json_string_value(v), lit, n) == 0;
+}
+
+/* OpenAI's words for a JSON value's type, as its error messages use. */
+static const char *
+type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "an array";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a decimal";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	case JSON_NULL: return "null";
+	}
+	return "a value";
+}
+
+/* Absent and null are the same: "not given". */
+static int
+given(const json_t *v)
+{
+	return v != NULL && !json_is_null(v);
+}
+
+static void
+err_missing(struct http_error *err, const char *param)
+{
+	http_error_set(err, 400, ERR_TYPE, "missing_required_parameter",
+	    "Missing required parameter: '%s'.", param);
+	http_error_set_param(err, "%s", param);
+}
+
+static void
+err_type(struct http_error *err, const char *param, const char *want,
+    const json_t *got)
+{
+	http_error_set(err, 400, ERR_TYPE, "invalid_type",
+	    "Invalid type for '%s': expected %s, but got %s instead.", param,
+	    want, type_name(got));
+	http_error_set_param(err, "%s", param);
+}
+
+static void
+err_empty_array(struct http_error *err, const char *param)
+{
+	http_error_set(err, 400, ERR_TYPE, "empty_array",
+	    "Invalid '%s': empty array. Expected an array with minimum "
+	    "length 1, but got an empty array instead.", param);
+	http_error_set_param(err, "%s", param);
+}
+
+static void
+err_array_long(struct http_error *err, const char *param, size_t max,
+    size_t got)
+{
+	http_error_set(err, 400, ERR_TYPE, "array_above_max_length",
+	    "Invalid '%s': array too long. Expected an array with maximum "
+	    "length %zu, but got an array with length %zu instead.", param,
+	    max, got);
+	http_error_set_param(err, "%s", param);
+}
+
+static void
+err_string_long(struct http_error *err, const char *param, size_t max,
+    size_t got)
+{
+	http_error_set(err, 400, ERR_TYPE, "string_above_max_length",
+	    "Invalid '%s': string too long. Expected a string with maximum "
+	    "length %zu bytes, but got a string with length %zu bytes "
+	    "instead.", param, max, got);
+	http_error_set_param(err, "%s", param);
+}
+
+/*
+ * Reads integer field `name` of `root` into *out when it is given and in
+ * [min, max]. Returns 1 (stored), 0 (absent or null) or -1 (*err filled:
+ * not an integer, or out of range).
+ */
+static int
+get_int(const json_t *root, const char *name, long long min, long long max,
+    long long *out, struct http_error *err)
+{
+	const json_t *v = json_object_get(root, name);
+	long long iv;
+
+	if (!given(v))
+		return 0;
+	if (!json_is_integer(v)) {
+		err_type(err, name, "an integer", v);
+		return -1;
+	}
+	iv = json_integer_value(v);
+	if (iv < min) {
+		http_error_set(err, 400, ERR_TYPE, "integer_below_min_value",
+		    "Invalid '%s': integer below minimum value. Expected a "
+		    "value >= %lld, but got %lld instead.", name, min, iv);
+		http_error_set_param(err, "%s", name);
+		return -1;
+	}
+	if (iv > max) {
+		http_error_set(err, 400, ERR_TYPE, "integer_above_max_value",
+		    "Invalid '%s': integer above maximum value. Expected a "
+		    "value <= %lld, but got %lld instead.", name, max, iv);
+		http_error_set_param(err, "%s", name);
+		return -1;
+	}
+	*out = iv;
+	return 1;
+}
+
+/*
+ * Reads number field `name` (an integer or a decimal) into *out when it
+ * is given and in [min, max], or (min, max] when min_open. Returns 1, 0
+ * or -1 as get_int.
+ */
+static int
+get_number(const json_t *root, const char *name, double min, int min_open,
+    double max, double *out, struct http_error *err)
+{
+	const json_t *v = json_object_get(root, name);
+	double d;
+
+	if (!given(v))
+		return 0;
+	if (!json_is_number(v)) {
+		err_type(err, name, "a number", v);
+		return -1;
+	}
+	d = json_number_value(v);
+	if (d < min || (min_open && d == min)) {
+		http_error_set(err, 400, ERR_TYPE, "decimal_below_min_value",
+		    "Invalid '%s': decimal below minimum value. Expected a "
+		    "value %s %g, but got %g instead.", name,
+		    min_open ? ">" : ">=", min, d);
+		http_error_set_param(err, "%s", name);
+		return -1;
+	}
+	if (d > max) {
+		http_error_set(err, 400, ERR_TYPE, "decimal_above_max_value",
+		    "Invalid '%s': decimal above maximum value. Expected a "
+		    "value <= %g, but got %g instead.", name, max, d);
+		http_error_set_param(err, "%s", name);
+		return -1;
+	}
+	*out = d;
+	return 1;
+}
+
+/* Reads boolean field `name` of `obj` (`param` names it in errors).
+ * Returns 1, 0 or -1 as get_int. */
+static int
+get_bool(const json_t *obj, const char *name, const char *param, int *out,
+    struct http_error *err)
+{
+	const json_t *v = json_object_get(obj, name);
+
+	if (!given(v))
+		return 0;
+	if (!json_is_boolean(v)) {
+		err_type(err, param, "a boolean", v);
+		return -1;
+	}
+	*out = json_is_true(v);
+	return 1;
+}
+
+/*
+ * The length of the longest prefix of (s, len) of at most `max` bytes
+ * that ends on a UTF-8 character boundary ((s, len) is valid UTF-8, as
+ * jansson checked), so quoting it never cuts a character.
+ */
+static size_t
+utf8_prefix(const char *s, size_t len, size_t max)
+{
+	size_t n = len < max ? len : max;
+
+	while (n > 0 && n < len && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+/* True when the string v may be quoted in an error message: short, and
+ * without NUL (printf's %.*s would stop there) or control bytes. */
+static int
+quotable(const json_t *v, size_t max)
+{
+	const char *s = json_string_value(v);
+	size_t i, n = json_string_length(v);
+
+	if (n > max)
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20)
+			return 0;
+	return 1;
+}
+
+/*
+ * "prompt" of a completions request: a string, or an array of exactly
+ * one string (OpenAI also takes token ids and batches: refused here).
+ * Stores a copy in req. Returns TS_OK, or TS_EINVAL / TS_ELIMIT with *err.
+ */
+static enum ts_err
+parse_prompt(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *v = json_object_get(root, "prompt");
+
+	if (!given(v)) {
+		err_missing(err, "prompt");
+		return TS_EINVAL;
+	}
+	if (json_is_array(v)) {
+		const json_t *p0;
+
+		if (json_array_size(v) == 0) {
+			err_empty_array(err, "prompt");
+			return TS_EINVAL;
+		}
+		p0 = json_array_get(v, 0);
+		if (json_array_size(v) > 1) {
+			http_error_set(err, 400, ERR_TYPE,
+			    "unsupported_value",
+			    "Batched prompts are not supported: 'prompt' "
+			    "must be a string or an array of one string, "
+			    "but got an array with length %zu.",
+			    json_array_size(v));
+			http_error_set_param(err, "prompt");
+			return TS_EINVAL;
+		}
+		if (json_is_integer(p0) || json_is_array(p0)) {
+			http_error_set(err, 400, ERR_TYPE,
+			    "unsupported_value",
+			    "Token-id prompts are not supported: send the "
+			    "prompt as a string.");
+			http_error_set_param(err, "prompt");
+			return TS_EINVAL;
+		}
+		if (!json_is_string(p0)) {
+			err_type(err, "prompt[0]", "a string", p0);
+			return TS_EINVAL;
+		}
+		v = p0;
+	} else if (!json_is_string(v)) {
+		err_type(err, "prompt", "a string or an array of one string",
+		    v);
+		return TS_EINVAL;
+	}
+	if (json_string_length(v) > OPENAI_MAX_CONTENT_BYTES) {
+		err_string_long(err, "prompt", OPENAI_MAX_CONTENT_BYTES,
+		    json_string_length(v));
+		return TS_ELIMIT;
+	}
+	req->prompt_len = json_string_length(v);
+	req->prompt = xstrndup(json_string_value(v), req->prompt_len);
+	return TS_OK;
+}
+
+/*
+ * Checks message i's "content" (a string, or a non-empty array of text
+ * parts) and returns its length in bytes once parts are joined with "\n"
+ * in *len. Returns TS_OK, or TS_EINVAL / TS_ELIMIT with *err.
+ */
+static enum ts_err
+check_content(const json_t *c, size_t i, size_t *len,
+    struct http_error *err)
+{
+	char path[PATH_MAX_BYTES];
+	size_t j, n, total = 0;
+
+	if (json_is_string(c)) {
+		*len = json_string_length(c);
+		return TS_OK;
+	}
+	snprintf(path, sizeof(path), "messages[%zu].content", i);
+	if (!json_is_array(c)) {
+		err_type(err, path, "a string or an array of content parts",
+		    c);
+		return TS_EINVAL;
+	}
+	n = json_array_size(c);
+	if (n == 0) {
+		err_empty_array(err, path);
+		return TS_EINVAL;
+	}
+	if (n > OPENAI_MAX_CONTENT_PARTS) {
+		err_array_long(err, path, OPENAI_MAX_CONTENT_PARTS, n);
+		return TS_ELIMIT;
+	}
+	for (j = 0; j < n; j++) {
+		const json_t *part = json_array_get(c, j), *t;
+
+		snprintf(path, sizeof(path), "messages[%zu].content[%zu]", i,
+		    j);
+		if (!json_is_object(part)) {
+			err_type(err, path, "an object", part);
+			return TS_EINVAL;
+		}
+		snprintf(path, sizeof(path),
+		    "messages[%zu].content[%zu].type", i, j);
+		t = json_object_get(part, "type");
+		if (!given(t)) {
+			err_missing(err, path);
+			return TS_EINVAL;
+		}
+		if (!json_is_string(t)) {
+			err_type(err, path, "a string", t);
+			return TS_EINVAL;
+		}
+		if (!str_is(t, "text")) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid value for '%s': only 'text' content "
+			    "parts are supported.", path);
+			http_error_set_param(err, "%s", path);
+			return TS_EINVAL;
+		}
+		snprintf(path, sizeof(path),
+		    "messages[%zu].content[%zu].text", i, j);
+		t = json_object_get(part, "text");
+		if (!given(t)) {
+			err_missing(err, path);
+			return TS_EINVAL;
+		}
+		if (!json_is_string(t)) {
+			err_type(err, path, "a string", t);
+			return TS_EINVAL;
+		}
+		/* Each part is at most the body's size: no overflow. */
+		total += json_string_length(t) + (j > 0);
+	}
+	*len = total;
+	return TS_OK;
+}
+
+/* Copies checked content c (check_content's len bytes) into dst, which
+ * holds len + 1 bytes, NUL-terminated. */
+static void
+copy_content(const json_t *c, char *dst, size_t len)
+{
+	size_t j, at = 0;
+
+	if (json_is_string(c)) {
+		memcpy(dst, json_string_value(c), len);
+	} else {
+		for (j = 0; j < json_array_size(c); j++) {
+			const json_t *t = json_object_get(json_array_get(c, j),
+			    "text");
+
+			if (j > 0)
+				dst[at++] = '\n';
+			memcpy(dst + at, json_string_value(t),
+			    json_string_length(t));
+			at += json_string_length(t);
+		}
+	}
+	dst[len] = '\0';
+}
+
+/*
+ * "messages" of a chat request. Everything is checked first (roles,
+ * content shapes, the OPENAI_MAX_CONTENT_BYTES total), then copied.
+ * Returns TS_OK, or TS_EINVAL / TS_ELIMIT with *err.
+ */
+static enum ts_err
+parse_messages(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *v = json_object_get(root, "messages");
+	char path[PATH_MAX_BYTES];
+	size_t i, n, total = 0;
+	size_t *lens = NULL;
+	enum ts_err rc;
+
+	if (!given(v)) {
+		err_missing(err, "messages");
+		return TS_EINVAL;
+	}
+	if (!json_is_array(v)) {
+		err_type(err, "messages", "an array", v);
+		return TS_EINVAL;
+	}
+	n = json_array_size(v);
+	if (n == 0) {
+		err_empty_array(err, "messages");
+		return TS_EINVAL;
+	}
+	if (n > OPENAI_MAX_MESSAGES) {
+		err_array_long(err, "messages", OPENAI_MAX_MESSAGES, n);
+		return TS_ELIMIT;
+	}
+	lens = xcalloc(n, sizeof(*lens));
+	req->messages = xcalloc(n, sizeof(*req->messages));
+	for (i = 0; i < n; i++) {
+		const json_t *m = json_array_get(v, i), *role, *c;
+		struct openai_message *dst = &req->messages[i];
+
+		snprintf(path, sizeof(path), "messages[%zu]", i);
+		if (!json_is_object(m)) {
+			err_type(err, path, "an object", m);
+			rc = TS_EINVAL;
+			goto out;
+		}
+		snprintf(path, sizeof(path), "messages[%zu].role", i);
+		role = json_object_get(m, "role");
+		if (!given(role)) {
+			err_missing(err, path);
+			rc = TS_EINVAL;
+			goto out;
+		}
+		if (!json_is_string(role)) {
+			err_type(err, path, "a string", role);
+			rc = TS_EINVAL;
+			goto out;
+		}
+		if (str_is(role, "system") || str_is(role, "developer")) {
+			dst->role = OPENAI_ROLE_SYSTEM;
+		} else if (str_is(role, "user")) {
+			dst->role = OPENAI_ROLE_USER;
+		} else if (str_is(role, "assistant")) {
+			dst->role = OPENAI_ROLE_ASSISTANT;
+		} else {
+			/* OpenAI quotes the value; only a short, plain one */
+			if (quotable(role, 32))
+				http_error_set(err, 400, ERR_TYPE,
+				    "invalid_value", "Invalid value: '%s'. "
+				    "Supported values are: 'system', "
+				    "'developer', 'user' and 'assistant'.",
+				    json_string_value(role));
+			else
+				http_error_set(err, 400, ERR_TYPE,
+				    "invalid_value", "Invalid value for '%s'."
+				    " Supported values are: 'system', "
+				    "'developer', 'user' and 'assistant'.",
+				    path);
+			http_error_set_param(err, "%s", path);
+			rc = TS_EINVAL;
+			goto out;
+		}
+		c = json_object_get(m, "content");
+		if (!given(c)) {
+			snprintf(path, sizeof(path), "messages[%zu].content",
+			    i);
+			err_missing(err, path);
+			rc = TS_EINVAL;
+			goto out;
+		}
+		rc = check_content(c, i, &lens[i], err);
+		if (rc != TS_OK)
+			goto out;
+		total += lens[i];
+		if (total > OPENAI_MAX_CONTENT_BYTES) {
+			http_error_set(err, 400, ERR_TYPE,
+			    "string_above_max_length",
+			    "Invalid 'messages': the content of messages 0 to "
+			    "%zu is over %u bytes, tokstream's limit.", i,
+			    OPENAI_MAX_CONTENT_BYTES);
+			http_error_set_param(err, "messages");
+			rc = TS_ELIMIT;
+			goto out;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		const json_t *c = json_object_get(json_array_get(v, i),
+		    "content");
+
+		req->messages[i].content = xmalloc(lens[i] + 1);
+		req->messages[i].content_len = lens[i];
+		copy_content(c, req->messages[i].content, lens[i]);
+	}
+	req->n_messages = n;
+	rc = TS_OK;
+out:
+	free(lens);
+	if (rc != TS_OK) {
+		/* nothing was copied yet: only the array to free */
+		free(req->messages);
+		req->messages = NULL;
+	}
+	return rc;
+}
+
+/* Checks one stop sequence s at `path`; returns TS_OK or TS_EINVAL. */
+static enum ts_err
+check_stop(const json_t *s, const char *path, struct http_error *err)
+{
+	if (!json_is_string(s)) {
+		err_type(err, path, "a string", s);
+		return TS_EINVAL;
+	}
+	if (json_string_length(s) == 0) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid '%s': a stop sequence must not be empty.", path);
+		http_error_set_param(err, "%s", path);
+		return TS_EINVAL;
+	}
+	if (json_string_length(s) > OPENAI_MAX_STOP_BYTES) {
+		err_string_long(err, path, OPENAI_MAX_STOP_BYTES,
+		    json_string_length(s));
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* "stop": null, a string, or an array of up to OPENAI_MAX_STOP strings
+ * (an empty array is no stop sequence). Returns TS_OK or TS_EINVAL. */
+static enum ts_err
+parse_stop(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *v = json_object_get(root, "stop");
+	const json_t *items[OPENAI_MAX_STOP];
+	char path[PATH_MAX_BYTES];
+	size_t i, n;
+
+	if (!given(v))
+		return TS_OK;
+	if (json_is_string(v)) {
+		if (check_stop(v, "stop", err) != TS_OK)
+			return TS_EINVAL;
+		items[0] = v;
+		n = 1;
+	} else if (json_is_array(v)) {
+		n = json_array_size(v);
+		if (n > OPENAI_MAX_STOP) {
+			err_array_long(err, "stop", OPENAI_MAX_STOP, n);
+			return TS_EINVAL;
+		}
+		for (i = 0; i < n; i++) {
+			items[i] = json_array_get(v, i);
+			snprintf(path, sizeof(path), "stop[%zu]", i);
+			if (check_stop(items[i], path, err) != TS_OK)
+				return TS_EINVAL;
+		}
+	} else {
+		err_type(err, "stop", "a string or an array of strings", v);
+		return TS_EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		req->stop[i].len = json_string_length(items[i]);
+		req->stop[i].s = xstrndup(json_string_value(items[i]),
+		    req->stop[i].len);
+	}
+	req->n_stop = n;
+	return TS_OK;
+}
+
+/* "stream" and "stream_options"; the latter only with stream true, as
+ * OpenAI requires. Returns TS_OK or TS_EINVAL. */
+static enum ts_err
+parse_stream(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *so;
+
+	if (get_bool(root, "stream", "stream", &req->stream, err) < 0)
+		return TS_EINVAL;
+	so = json_object_get(root, "stream_options");
+	if (!given(so))
+		return TS_OK;
+	if (!json_is_object(so)) {
+		err_type(err, "stream_options", "an object", so);
+		return TS_EINVAL;
+	}
+	if (get_bool(so, "include_usage", "stream_options.include_usage",
+	    &req->include_usage, err) < 0)
+		return TS_EINVAL;
+	if (!req->stream) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "The 'stream_options' parameter is only allowed when "
+		    "'stream' is enabled.");
+		http_error_set_param(err, "stream_options");
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* "n": tokstream generates one choice, so only 1 (or absent) is valid. */
+static enum ts_err
+parse_n(const json_t *root, struct http_error *err)
+{
+	long long v;
+	int r;
+
+	r = get_int(root, "n", 1, INT64_MAX, &v, err);
+	if (r < 0)
+		return TS_EINVAL;
+	if (r > 0 && v != 1) {
+		http_error_set(err, 400, ERR_TYPE, "unsupported_value",
+		    "tokstream generates one choice per request: 'n' must "
+		    "be 1, but got %lld.", v);
+		http_error_set_param(err, "n");
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* The lab knobs (http.h), with the lab endpoints' caps. */
+static enum ts_err
+parse_lab(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	static const struct {
+		const char *name;
+		long long max;
+	} knobs[] = {
+		{ "prefill_ms", HTTP_MAX_PREFILL_MS },
+		{ "tpot_ms", HTTP_MAX_TPOT_MS },
+		{ "error_after", HTTP_MAX_TOKENS_CAP },
+	};
+	int32_t *dst[] = { &req->prefill_ms, &req->tpot_ms,
+	    &req->error_after };
+	size_t k;
+
+	for (k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
+		long long v;
+		int r = get_int(root, knobs[k].name, 0, knobs[k].max, &v, err);
+
+		if (r < 0)
+			return TS_EINVAL;
+		if (r > 0)
+			*dst[k] = (int32_t)v;
+	}
+	return TS_OK;
+}
+
+enum ts_err
+openai_parse_request(enum openai_kind kind, const char *body, size_t len,
+    const char *model, size_t model_len, struct openai_request *req,
+    struct http_error *err)
+{
+	json_error_t jerr;
+	json_t *root = NULL;
+	const json_t *m;
+	enum ts_err rc = TS_EINVAL;
+	long long v;
+	int r;
+
+	request_defaults(req, kind);
+	if (len == 0) {
+		http_error_set(err, 400, ERR_TYPE, "empty_body",
+		    "The request body is empty: send a JSON object such as "
+		    "{\"model\":\"%.*s\",%s}", (int)utf8_prefix(model,
+		    model_len, 64), model, kind == OPENAI_CHAT ?
+		    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" :
+		    "\"prompt\":\"hi\"");
+		return TS_EINVAL;
+	}
+	/* Duplicate keys are refused, as on the lab endpoints: no silent
+	 * pick of one of them. */
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+	    &jerr);
+	if (root == NULL) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_json",
+		    "The body is not valid JSON: %s at line %d, column %d.",
+		    jerr.text, jerr.line, jerr.column);
+		return TS_EINVAL;
+	}
+	if (!json_is_object(root)) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_json",
+		    "The body must be a JSON object, but got %s.",
+		    type_name(root));
+		goto out;
+	}
+	m = json_object_get(root, "model");
+	if (!given(m)) {
+		err_missing(err, "model");
+		goto out;
+	}
+	if (!json_is_string(m)) {
+		err_type(err, "model", "a string", m);
+		goto out;
+	}
+	if (kind == OPENAI_CHAT) {
+		if ((rc = parse_messages(root, req, err)) != TS_OK)
+			goto out;
+		rc = TS_EINVAL;
+		r = get_int(root, "max_tokens", 1, OPENAI_MAX_TOKENS_CAP, &v,
+		    err);
+		if (r < 0)
+			goto out;
+		if (r > 0)
+			req->max_tokens = (uint32_t)v;
+		/* vLLM: max_completion_tokens, when given, wins */
+		r = get_int(root, "max_completion_tokens", 1,
+		    OPENAI_MAX_TOKENS_CAP, &v, err);
+		if (r < 0)
+			goto out;
+		if (r > 0)
+			req->max_tokens = (uint32_t)v;
+	} else {
+		if ((rc = parse_prompt(root, req, err)) != TS_OK)
+			goto out;
+		rc = TS_EINVAL;
+		r = get_int(root, "max_tokens", 0, OPENAI_MAX_TOKENS_CAP, &v,
+		    err);
+		if (r < 0)
+			goto out;
+		if (r > 0)
+			req->max_tokens = (uint32_t)v;
+	}
+	if (get_number(root, "temperature", 0, 0, 2, &req->temperature,
+	    err) < 0 ||
+	    get_number(root, "top_p", 0, 1, 1, &req->top_p, err) < 0 ||
+	    parse_n(root, err) != TS_OK ||
+	    parse_stream(root, req, err) != TS_OK ||
+	    parse_stop(root, req, err) != TS_OK)
+		goto out;
+	r = get_int(root, "seed", INT64_MIN, INT64_MAX, &v, err);
+	if (r < 0)
+		goto out;
+	if (r > 0) {
+		req->has_seed = 1;
+		req->seed = (int64_t)v;
+	}
+	if (get_bool(root, "ignore_eos", "ignore_eos", &req->ignore_eos,
+	    err) < 0 || parse_lab(root, req, err) != TS_OK)
+		goto out;
+	/* Last: a malformed request is a 400 whatever its model. */
+	if (json_string_length(m) != model_len ||
+	    memcmp(json_string_value(m), model, model_len) != 0) {
+		size_t n = json_string_length(m);
+
+		if (quotable(m, 64))
+			http_error_set(err, 404, ERR_TYPE, "model_not_found",
+			    "The model `%.*s` does not exist: this server "
+			    "serves `%.*s`.", (int)n, json_string_value(m),
+			    (int)utf8_prefix(model, model_len, 64), model);
+		else
+			http_error_set(err, 404, ERR_TYPE, "model_not_found",
+			    "The model does not exist: this server serves "
+			    "`%.*s`.", (int)utf8_prefix(model, model_len, 64),
+			    model);
+		goto out;
+	}
+	req->model_len = model_len;
+	req->model = xstrndup(model, model_len);
+	rc = TS_OK;
+out:
+	json_decref(root);
+	if (rc != TS_OK)
+		openai_request_free(req);
+	return rc;
+}

@@ -1,0 +1,96 @@
+/*
+ * openai/parse.h - parsing the bodies of POST /v1/completions and POST
+ * /v1/chat/completions into a struct openai_request (OpenAI API reference;
+ * vLLM's extensions). Errors are the OpenAI shape
+ * {"error":{"message","type","param","code"}} (http_error_json_openai),
+ * with OpenAI's codes: missing_required_parameter, invalid_type,
+ * invalid_value, unsupported_value, empty_array, array_above_max_length,
+ * string_above_max_length, integer_below_min_value,
+ * integer_above_max_value, decimal_below_min_value,
+ * decimal_above_max_value, model_not_found; and tokstream's empty_body and
+ * invalid_json for a body that is no JSON object. No I/O.
+ */
+#ifndef TS_OPENAI_PARSE_H
+#define TS_OPENAI_PARSE_H
+
+#include "openai/openai.h"
+
+/* One chat message. `content` is the string, or the text parts joined
+ * with "\n" (as vLLM joins them); owned by the request. */
+struct openai_message {
+	enum openai_role role;
+	char *content;           /* NUL-terminated; may hold NUL bytes */
+	size_t content_len;      /* bytes */
+};
+
+/* One stop sequence, 1..OPENAI_MAX_STOP_BYTES bytes; owned. */
+struct openai_stop {
+	char *s;                 /* NUL-terminated; may hold NUL bytes */
+	size_t len;              /* bytes */
+};
+
+/*
+ * A parsed /v1 request. Owns every pointer in it (free with
+ * openai_request_free). After a failed parse every pointer is NULL.
+ */
+struct openai_request {
+	enum openai_kind kind;
+	char *model;             /* the served model's name, copied */
+	size_t model_len;
+	/* OPENAI_COMPLETIONS: the prompt; NULL for chat */
+	char *prompt;            /* NUL-terminated; may hold NUL bytes */
+	size_t prompt_len;       /* bytes, <= OPENAI_MAX_CONTENT_BYTES */
+	/* OPENAI_CHAT: 1..OPENAI_MAX_MESSAGES messages; NULL otherwise */
+	struct openai_message *messages;
+	size_t n_messages;
+	uint32_t max_tokens;     /* tokens: completions 0..8192 (default
+				  * 16), chat 1..8192 (default 256) */
+	double temperature;      /* [0, 2], default 1 */
+	double top_p;            /* (0, 1], default 1 */
+	int stream;              /* 1: answer with SSE chunks */
+	int include_usage;       /* 1: stream_options.include_usage (only
+				  * ever 1 with stream) */
+	struct openai_stop stop[OPENAI_MAX_STOP];
+	size_t n_stop;           /* 0..OPENAI_MAX_STOP */
+	int has_seed;            /* 1: `seed` was given */
+	int64_t seed;            /* any int64; 0 without has_seed */
+	int ignore_eos;          /* vLLM: 1 = generate max_tokens tokens */
+	int32_t prefill_ms;      /* lab knobs as in http.h: -1, or the */
+	int32_t tpot_ms;         /* override in ms / the token index of */
+	int32_t error_after;     /* an injected error */
+};
+
+/* Frees what *r owns and leaves it empty (pointers NULL). Accepts NULL. */
+void openai_request_free(struct openai_request *r);
+
+/*
+ * Parses the JSON body (body, len) of a request to endpoint `kind`.
+ * (model, model_len) is the served model's name (borrowed for the call):
+ * "model" must be a string equal to it byte for byte.
+ *
+ * Fields (null means "not given"; unknown fields are ignored, duplicate
+ * keys are an error): model (required), prompt (completions, required: a
+ * string or an array of exactly one string), messages (chat, required:
+ * 1..256 objects {role: "system"|"developer"|"user"|"assistant",
+ * content: string or non-empty array of {"type":"text","text":string}}),
+ * max_tokens, max_completion_tokens (chat; wins over max_tokens),
+ * temperature, top_p, n (only 1), stream, stream_options
+ * ({include_usage}: only with stream true), stop (a string or an array
+ * of up to 4; each 1..64 bytes), seed, ignore_eos, and the lab knobs
+ * prefill_ms, tpot_ms, error_after with http.h's caps.
+ *
+ * Checks run in that order, the first failure wins; the model's existence
+ * is checked last, so a malformed request is a 400 before it is a 404.
+ *
+ * Returns TS_OK with *req filled; else *err is filled (answer with
+ * err->status and http_error_json_openai) and *req owns nothing:
+ * TS_EINVAL for a malformed request (400) or an unknown model (404
+ * model_not_found), TS_ELIMIT for a request over one of tokstream's
+ * limits (400: OPENAI_MAX_MESSAGES, OPENAI_MAX_CONTENT_PARTS,
+ * OPENAI_MAX_CONTENT_BYTES). The caller enforces HTTP_MAX_BODY_BYTES.
+ */
+enum ts_err openai_parse_request(enum openai_kind kind, const char *body,
+    size_t len, const char *model, size_t model_len,
+    struct openai_request *req, struct http_error *err);
+
+#endif /* TS_OPENAI_PARSE_H */

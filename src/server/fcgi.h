@@ -1,0 +1,32 @@
+/*
+ * server/fcgi.h - the FastCGI side of tokstream-fcgi (FastCGI 1.0,
+ * "Responder" role, over libfcgi): listening, a pool of request threads
+ * that accept with FCGX_Accept_r, and struct conn (conn.h) over an
+ * FCGX_Request. fcgi.c is the one file that includes fcgiapp.h.
+ */
+#ifndef TS_SERVER_FCGI_H
+#define TS_SERVER_FCGI_H
+
+#include "common/ts.h"
+
+struct server;
+
+/*
+ * FCGX_Init, then the listening socket: `socket_path` (a unix socket,
+ * created with `backlog`), or fd 0 as spawn-fcgi hands it over when
+ * socket_path is NULL. FCGX_Init installs its own signal handlers
+ * (docs/ARCHITECTURE.md "libfcgi"): SIGPIPE is set to SIG_IGN again
+ * here. TS_OK, or TS_ESYS with a message in err.
+ */
+enum ts_err fcgi_listen(const char *socket_path, int backlog, char *err,
+    size_t errlen);
+
+/* Starts `threads` request threads, each accepting and answering one
+ * request at a time (route), its streams relayed on the same thread.
+ * Returns how many started. */
+int fcgi_start(struct server *srv, int threads);
+
+/* Requests being answered right now (for the shutdown's grace time). */
+int fcgi_active(void);
+
+#endif /* TS_SERVER_FCGI_H */

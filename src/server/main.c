@@ -1,0 +1,170 @@
+/*
+ * server/main.c - tokstream-fcgi: reads its options, opens the state and
+ * metrics files, the backend and the engine, starts the request threads
+ * (fcgi.c) and waits for a stop signal. docs/ARCHITECTURE.md draws how a
+ * request travels from here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends.h"
+#include "config.h"
+#include "engine/engine.h"
+#include "server/fcgi.h"
+#include "server/metrics.h"
+#include "server/options.h"
+#include "server/record.h"
+#include "server/relay.h"
+#include "server/server.h"
+#include "server/state.h"
+
+#define SHUTDOWN_GRACE_MS 5000
+
+static struct options opt;
+static struct server srv;
+static struct record_ctx records;
+static struct engine_backend backend;
+
+/* stderr to --log FILE (spawn-fcgi sends it to /dev/null). */
+static int
+open_log(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+	if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+		fprintf(stderr, "tokstream-fcgi: cannot open log %s: %s\n",
+		    path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	setvbuf(stderr, NULL, _IOLBF, 0);
+	return 0;
+}
+
+/* The state and metrics files; a read-only or full disk must not stop
+ * the service: count in memory, and say so once. */
+static int
+open_counters(void)
+{
+	char errbuf[512];
+
+	if (state_open(&srv.state, opt.state_dir, errbuf, sizeof(errbuf)) !=
+	    TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: %s; counting in this "
+		    "process's memory instead (/_debug/generated sees only "
+		    "its streams; fix the disk or set --state-dir)\n",
+		    errbuf);
+		if (state_open_memory(&srv.state) != TS_OK) {
+			fprintf(stderr, "tokstream-fcgi: cannot map memory for "
+			    "the counters\n");
+			return -1;
+		}
+	}
+	if (metrics_open(&srv.metrics, opt.state_dir, errbuf,
+	    sizeof(errbuf)) != TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: %s; /metrics counts this "
+		    "process only\n", errbuf);
+		if (metrics_open_memory(&srv.metrics) != TS_OK)
+			srv.metrics = NULL;   /* every metrics_* is a no-op */
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct backend_args ba;
+	struct engine_hooks hooks;
+	sigset_t sigs;
+	char errbuf[512];
+	int i, sig, started;
+
+	/* Block the stop signals first, in every thread to come, so one that
+	 * arrives while starting is not lost to FCGX_Init's flag-only
+	 * handler but waits for sigwait. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	options_parse(&opt, argc, argv);
+	if (opt.log_path != NULL && open_log(opt.log_path) != 0)
+		return 1;
+	if (open_counters() != 0)
+		return 1;
+	if (fcgi_listen(opt.socket_path, opt.backlog, errbuf,
+	    sizeof(errbuf)) != TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: %s\n", errbuf);
+		return 1;
+	}
+	srv.opt = &opt;
+	srv.started_at = time(NULL);
+	srv.now = engine_now_ns;
+	srv.stream = relay_run;
+	options_backend_args(&opt, &ba);
+	if (backends_find(opt.backend)->open(&backend, &ba, errbuf,
+	    sizeof(errbuf)) != TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: --backend %s: %s\n",
+		    opt.backend, errbuf);
+		return 1;
+	}
+	records.state = srv.state;
+	records.metrics = srv.metrics;
+	record_hooks(&hooks, &records);
+	if (engine_create(&srv.engine, &opt.engine, &backend, &hooks) !=
+	    TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: cannot start the engine\n");
+		return 1;
+	}
+	srv.backend = engine_backend(srv.engine);
+	if ((uint32_t)opt.threads < opt.engine.max_num_seqs +
+	    opt.engine.max_waiting + 4)
+		fprintf(stderr, "tokstream-fcgi: warning: %d threads for %u "
+		    "slots + %u waiting: requests beyond the threads wait "
+		    "unseen in the listen queue instead of getting 429; raise "
+		    "--threads\n", opt.threads, opt.engine.max_num_seqs,
+		    opt.engine.max_waiting);
+	started = fcgi_start(&srv, opt.threads);
+	if (started == 0) {
+		fprintf(stderr, "tokstream-fcgi: cannot start threads\n");
+		return 1;
+	}
+	if (!engine_paces(srv.engine))
+		fprintf(stderr, "tokstream-fcgi: backend %s: compute is real, "
+		    "the latency model (TPOT, prefill) is off\n",
+		    srv.backend->name);
+	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d threads, state %s/%s,"
+	    " TPOT %.1f ms, prefill %.1f ms + %.3f ms/token, %u slots, "
+	    "%u waiting%s\n",
+	    PACKAGE_VERSION, (long)getpid(), started, opt.state_dir,
+	    STATE_FILE_NAME, opt.engine.lat.tpot_ms,
+	    opt.engine.lat.prefill_base_ms, opt.engine.lat.prefill_per_token_ms,
+	    opt.engine.max_num_seqs, opt.engine.max_waiting,
+	    opt.engine.no_cancel ? ", NO CANCELLATION (--no-cancel)" : "");
+
+	/* The main thread only waits for a stop signal. */
+	while (sigwait(&sigs, &sig) != 0 || sig == 0)
+		;
+	atomic_store(&srv.stopping, 1);
+	engine_shutdown(srv.engine);
+	/* Streams in flight end with an error event and [DONE] at the
+	 * engine's next pass; give them a grace time. */
+	for (i = 0; i < SHUTDOWN_GRACE_MS / 10 && fcgi_active() > 0; i++) {
+		struct timespec ts = { 0, 10000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	fprintf(stderr, "tokstream-fcgi: pid %ld stopped by signal %d\n",
+	    (long)getpid(), sig);
+	/* Idle request threads are blocked in accept(): exit without
+	 * joining. */
+	_exit(0);
+}

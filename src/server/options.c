@@ -1,0 +1,295 @@
+/*
+ * server/options.c - tokstream-fcgi's command line: parsing, checking and
+ * the usage text (docs/OPERATIONS.md "Responder options"). A bad value is
+ * a one-line message on stderr and exit status 2.
+ */
+#include "server/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends.h"
+#include "config.h"
+#include "server/http.h"
+
+void
+options_usage(FILE *f)
+{
+	fprintf(f,
+"usage: tokstream-fcgi [options]\n"
+"FastCGI responder for tokstream; normally started by spawn-fcgi (it\n"
+"accepts on fd 0) or with --socket.\n"
+"\n"
+"  -t, --threads N              request threads (default %d); each open\n"
+"                               stream holds one; keep it above\n"
+"                               max-num-seqs + max-waiting\n"
+"      --max-num-seqs N         slots: sequences decoded together (default %d)\n"
+"      --max-waiting N          waiting queue cap; beyond it 429 (default %d)\n"
+"      --load-factor F          step and prefill time factor at max-num-seqs,\n"
+"                               linear from 1 at one sequence (default %.1f)\n"
+"      --jitter-prefill-ms MS   prefill time standard deviation (default 0)\n"
+"      --jitter-tpot-ms MS      decode step standard deviation (default 0)\n"
+"      --seed N                 jitter PRNG seed (default fixed)\n"
+"      --write-stall-ms MS      cancel a stream whose write has been blocked\n"
+"                               this long, 0 = never (default %.0f)\n"
+"      --no-cancel              demo only: keep generating for clients that\n"
+"                               left (the failure mode tokstream avoids)\n"
+"      --served-model-name NAME the /v1 model name (default tokstream-sim,\n"
+"                               or the --model file's name)\n"
+"      --backend sim|llama      what makes the tokens (default sim: the\n"
+"                               deterministic simulator and latency model)\n"
+"      --model FILE             llama2.c checkpoint (--backend llama)\n"
+"      --tokenizer FILE         llama2.c tokenizer.bin (--backend llama)\n"
+"      --model-threads N        compute threads, 0 = one per CPU (default 0)\n"
+"      --model-context N        positions per sequence (KV cache), 0 = the\n"
+"                               model's seq_len (default 0)\n"
+"  -d, --state-dir DIR          state file directory (default %s)\n"
+"  -s, --socket PATH            listen on this unix socket, not fd 0\n"
+"  -b, --backlog N              listen backlog with --socket (default 1024)\n"
+"  -l, --log FILE               append log lines to FILE (spawn-fcgi sends\n"
+"                               stderr to /dev/null)\n"
+"      --prefill-base-ms MS     prefill cost per request (default %.0f)\n"
+"      --prefill-per-token-ms MS  prefill cost per prompt token (default %.2f)\n"
+"      --tpot-ms MS             decode step time, TPOT (default %.0f)\n"
+"      --keepalive-ms MS        SSE comment interval while silent, 0 = off\n"
+"                               (default %.0f)\n"
+"      --retry-ms MS            SSE retry sent at stream start: the client's\n"
+"                               reconnection delay (default %d)\n"
+"      --cors-origin ORIGIN     Access-Control-Allow-Origin of /stream,\n"
+"                               /generate, /health (default *; \"\" = none)\n"
+"  -h, --help                   this text\n"
+"  -V, --version                version\n",
+	    OPTIONS_DEFAULT_THREADS, ENGINE_DEFAULT_MAX_NUM_SEQS,
+	    ENGINE_DEFAULT_MAX_WAITING, ENGINE_DEFAULT_LOAD_FACTOR,
+	    ENGINE_DEFAULT_WRITE_STALL_MS, OPTIONS_DEFAULT_STATE_DIR, ENGINE_DEFAULT_PREFILL_BASE_MS,
+	    ENGINE_DEFAULT_PREFILL_PER_TOKEN_MS, ENGINE_DEFAULT_TPOT_MS,
+	    OPTIONS_DEFAULT_KEEPALIVE_MS, OPTIONS_DEFAULT_RETRY_MS);
+}
+
+/* Parses a number of ms in [0, max]; exits with a clear message if not. */
+static double
+parse_ms(const char *name, const char *s, double max)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v >= 0) || v > max) {
+		fprintf(stderr, "tokstream-fcgi: --%s must be a number of "
+		    "milliseconds from 0 to %.0f, not '%s'\n", name, max, s);
+		exit(2);
+	}
+	return v;
+}
+
+static int
+parse_int(const char *name, const char *s, int min, int max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+		fprintf(stderr, "tokstream-fcgi: --%s must be an integer from "
+		    "%d to %d, not '%s'\n", name, min, max, s);
+		exit(2);
+	}
+	return (int)v;
+}
+
+void
+options_backend_args(const struct options *o, struct backend_args *a)
+{
+	a->model_path = o->model_path;
+	a->tokenizer_path = o->tokenizer_path;
+	a->threads = (uint32_t)o->model_threads;
+	a->context = (uint32_t)o->model_context;
+	a->max_batch = o->engine.max_num_seqs;
+}
+
+void
+options_parse(struct options *o, int argc, char **argv)
+{
+	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS, O_SEQS,
+	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
+	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED };
+	static const struct option longopts[] = {
+		{ "threads", required_argument, NULL, 't' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "backlog", required_argument, NULL, 'b' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "prefill-base-ms", required_argument, NULL, O_PB },
+		{ "prefill-per-token-ms", required_argument, NULL, O_PT },
+		{ "tpot-ms", required_argument, NULL, O_TPOT },
+		{ "keepalive-ms", required_argument, NULL, O_KA },
+		{ "retry-ms", required_argument, NULL, O_RETRY },
+		{ "cors-origin", required_argument, NULL, O_CORS },
+		{ "max-num-seqs", required_argument, NULL, O_SEQS },
+		{ "max-waiting", required_argument, NULL, O_WAIT },
+		{ "load-factor", required_argument, NULL, O_LOAD },
+		{ "jitter-prefill-ms", required_argument, NULL, O_JP },
+		{ "jitter-tpot-ms", required_argument, NULL, O_JT },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "write-stall-ms", required_argument, NULL, O_STALL },
+		{ "no-cancel", no_argument, NULL, O_NOCANCEL },
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "served-model-name", required_argument, NULL, O_SERVED },
+		{ "model", required_argument, NULL, O_MODEL },
+		{ "tokenizer", required_argument, NULL, O_TOKENIZER },
+		{ "model-threads", required_argument, NULL, O_MTHREADS },
+		{ "model-context", required_argument, NULL, O_MCTX },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int ch;
+
+	o->threads = OPTIONS_DEFAULT_THREADS;
+	o->state_dir = OPTIONS_DEFAULT_STATE_DIR;
+	o->socket_path = NULL;
+	o->backlog = 1024;
+	engine_config_defaults(&o->engine);
+	o->retry_ms = OPTIONS_DEFAULT_RETRY_MS;
+	o->keepalive_ms = OPTIONS_DEFAULT_KEEPALIVE_MS;
+	o->cors_origin = "*";
+	o->backend = "sim";
+	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 't':
+			o->threads = parse_int("threads", optarg, 1,
+			    OPTIONS_MAX_THREADS);
+			break;
+		case 'd': o->state_dir = optarg; break;
+		case 's': o->socket_path = optarg; break;
+		case 'l': o->log_path = optarg; break;
+		case 'b':
+			o->backlog = parse_int("backlog", optarg, 1, 65535);
+			break;
+		case O_PB:
+			o->engine.lat.prefill_base_ms = parse_ms("prefill-base-ms",
+			    optarg, HTTP_MAX_PREFILL_MS);
+			break;
+		case O_PT:
+			o->engine.lat.prefill_per_token_ms = parse_ms(
+			    "prefill-per-token-ms", optarg, 1000);
+			break;
+		case O_TPOT:
+			o->engine.lat.tpot_ms = parse_ms("tpot-ms", optarg,
+			    HTTP_MAX_TPOT_MS);
+			break;
+		case O_KA:
+			o->keepalive_ms = parse_ms("keepalive-ms", optarg,
+			    600000);
+			break;
+		case O_CORS:
+			if (strpbrk(optarg, "\r\n") != NULL ||
+			    strlen(optarg) > 256) {
+				fprintf(stderr, "tokstream-fcgi: --cors-origin "
+				    "must be one line of at most 256 bytes\n");
+				exit(2);
+			}
+			o->cors_origin = optarg;
+			break;
+		case O_SEQS:
+			o->engine.max_num_seqs = (uint32_t)parse_int(
+			    "max-num-seqs", optarg, 1, ENGINE_MAX_SEQS);
+			break;
+		case O_WAIT:
+			o->engine.max_waiting = (uint32_t)parse_int(
+			    "max-waiting", optarg, 0, 65536);
+			break;
+		case O_LOAD:
+			o->engine.load_factor_max = parse_ms("load-factor",
+			    optarg, 100);
+			if (o->engine.load_factor_max < 1) {
+				fprintf(stderr, "tokstream-fcgi: --load-factor "
+				    "must be from 1 to 100\n");
+				exit(2);
+			}
+			break;
+		case O_JP:
+			o->engine.jitter_prefill_ms = parse_ms(
+			    "jitter-prefill-ms", optarg, 60000);
+			break;
+		case O_JT:
+			o->engine.jitter_tpot_ms = parse_ms("jitter-tpot-ms",
+			    optarg, 60000);
+			break;
+		case O_SEED:
+			o->engine.seed = (uint64_t)parse_int("seed", optarg,
+			    0, INT_MAX);
+			break;
+		case O_STALL:
+			o->engine.write_stall_ms = parse_ms("write-stall-ms",
+			    optarg, 3600000);
+			break;
+		case O_NOCANCEL:
+			o->engine.no_cancel = 1;
+			break;
+		case O_BACKEND:
+			if (backends_find(optarg) == NULL) {
+				fprintf(stderr, "tokstream-fcgi: --backend is "
+				    "%s, not '%s'\n", backends_names(), optarg);
+				exit(2);
+			}
+			o->backend = optarg;
+			break;
+		case O_MODEL: o->model_path = optarg; break;
+		case O_SERVED:
+			if (*optarg == '\0' || strlen(optarg) > 128) {
+				fprintf(stderr, "tokstream-fcgi: "
+				    "--served-model-name is 1 to 128 bytes\n");
+				exit(2);
+			}
+			o->served_model = optarg;
+			break;
+		case O_TOKENIZER: o->tokenizer_path = optarg; break;
+		case O_MTHREADS:
+			o->model_threads = parse_int("model-threads", optarg,
+			    0, 256);
+			break;
+		case O_MCTX:
+			o->model_context = parse_int("model-context", optarg,
+			    0, 1 << 20);
+			break;
+		case O_RETRY:
+			o->retry_ms = (unsigned long)parse_int("retry-ms",
+			    optarg, 0, 3600000);
+			break;
+		case 'h':
+			options_usage(stdout);
+			exit(0);
+		case 'V':
+			printf("tokstream-fcgi %s\n", PACKAGE_VERSION);
+			exit(0);
+		default:
+			options_usage(stderr);
+			exit(2);
+		}
+	}
+	{
+		struct backend_args a;
+		const char *why;
+
+		options_backend_args(o, &a);
+		why = backends_find(o->backend)->check(&a);
+		if (why != NULL) {
+			fprintf(stderr, "tokstream-fcgi: %s\n", why);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "tokstream-fcgi: unexpected argument '%s'\n",
+		    argv[optind]);
+		exit(2);
+	}
+}
+

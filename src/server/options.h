@@ -1,0 +1,52 @@
+/*
+ * server/options.h - tokstream-fcgi's settings from its command line
+ * (docs/OPERATIONS.md "Responder options"): the engine's (slots, queue,
+ * latency model) and the server's own (socket, state directory, SSE
+ * keep-alive and retry, CORS, the backend and its files).
+ */
+#ifndef TS_SERVER_OPTIONS_H
+#define TS_SERVER_OPTIONS_H
+
+#include <stdio.h>
+
+#include "engine/engine.h"
+
+#define OPTIONS_DEFAULT_THREADS 160
+#define OPTIONS_MAX_THREADS 4096
+#define OPTIONS_DEFAULT_STATE_DIR "/run/tokstream"
+#define OPTIONS_DEFAULT_RETRY_MS 1000
+#define OPTIONS_DEFAULT_KEEPALIVE_MS 1000.0
+
+struct options {
+	int threads;                 /* request threads */
+	const char *state_dir;
+	const char *socket_path;     /* NULL: listen on fd 0 (spawn-fcgi) */
+	const char *log_path;        /* NULL: stderr as inherited */
+	int backlog;
+	struct engine_config engine; /* latency model, slots, queue */
+	double keepalive_ms;         /* SSE comment interval while silent;
+				      * 0 = none */
+	unsigned long retry_ms;      /* SSE retry: sent at stream start */
+	const char *cors_origin;     /* Access-Control-Allow-Origin; "" = off */
+	const char *served_model;    /* /v1 model name; NULL: the backend's */
+	const char *backend;         /* "sim" or "llama" */
+	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
+	const char *tokenizer_path;  /* llama2.c tokenizer.bin */
+	int model_threads;           /* compute threads, 0 = online CPUs */
+	int model_context;           /* positions per sequence, 0 = model's */
+};
+
+/* Fills *o from argv (the defaults first); on a bad option prints one
+ * line and exits with status 2; on --help or --version prints and exits
+ * with status 0. */
+void options_parse(struct options *o, int argc, char **argv);
+
+struct backend_args;
+
+/* The backend's share of the options (backends.h). */
+void options_backend_args(const struct options *o, struct backend_args *a);
+
+/* The usage text. */
+void options_usage(FILE *f);
+
+#endif /* TS_SERVER_OPTIONS_H */

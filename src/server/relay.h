@@ -1,0 +1,122 @@
+/*
+ * server/relay.h - what carries a sequence's tokens from the engine to a
+ * client: turns the ids the engine publishes into text (engine/release.h:
+ * stop strings cut, incomplete UTF-8 held back, the same way the engine
+ * decides that a stop string ended the sequence), hands each token's text
+ * to the response's encoder (an SSE event of /stream or /v1, or the
+ * growing answer of POST /generate), adds keep-alives while the stream is
+ * silent (queue, prefill), and the end ([DONE], an error event, the JSON
+ * answer). It does no I/O: relay_pump fills a buffer, whoever drives it
+ * writes the buffer and reports back with relay_flushed or relay_gone.
+ * relay_run is the driver that blocks on the request's own connection.
+ *
+ * TTFT and ITL (the metrics' histograms) are clocked when a token event's
+ * bytes have been written, not when the engine made the token; E2E when
+ * the end has been written.
+ */
+#ifndef TS_SERVER_RELAY_H
+#define TS_SERVER_RELAY_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "engine/engine.h"
+#include "engine/release.h"
+
+struct conn;
+struct relay;
+struct reply;
+struct server;
+
+/* How one kind of response encodes (lab SSE, /v1 SSE, JSON answers). */
+struct relay_ops {
+	/* Token `index` (start_index + i) released (text, len): len may be 0
+	 * (held back). Appends what it sends to out and sets *event when
+	 * that is a token event (for TTFT and ITL). TS_OK, or an error that
+	 * ends the stream (encoding failed). */
+	enum ts_err (*token)(struct relay *r, struct ts_buf *out,
+	    uint32_t index, const char *text, size_t len, int *event);
+	/* Appends something the client ignores, so that lighttpd notices a
+	 * client that left (docs/ARCHITECTURE.md "Noticing a disconnect");
+	 * NULL when the response cannot carry one. */
+	enum ts_err (*keepalive)(struct relay *r, struct ts_buf *out);
+	/* Appends the end for finish f (never CANCELLED: a client that left
+	 * gets nothing more); v is the sequence's last view. */
+	enum ts_err (*end)(struct relay *r, struct ts_buf *out,
+	    enum engine_finish f, const struct engine_view *v);
+	/* Frees the response state (r->resp); may be NULL. */
+	void (*free)(struct relay *r);
+	int tokens_reach_client;   /* token() writes to the client: a
+				    * keep-alive is due only after silence */
+};
+
+enum relay_state {
+	RELAY_MORE,     /* waiting for the engine (or time) */
+	RELAY_DONE,     /* the end is in the buffer (or nothing is left to
+			 * send: the client is gone) */
+	RELAY_FAIL      /* the response cannot go on: cancelled */
+};
+
+/* One stream being relayed. The fields are relay.c's, but for resp. */
+struct relay {
+	struct server *srv;
+	struct reply *reply;          /* borrowed from resp's owner */
+	struct engine_seq *seq;
+	const struct relay_ops *ops;
+	void *resp;                   /* the encoder's state */
+	struct release rel;           /* the detokenizer */
+	struct ts_buf piece;          /* one token's released text */
+	uint32_t start_index;
+	uint32_t sent;                /* tokens given to ops->token */
+	uint32_t events;              /* token events encoded, unwritten */
+	uint32_t unwritten;           /* tokens encoded, unwritten */
+	uint32_t delivered;           /* tokens whose bytes were written */
+	int64_t keepalive_ns;         /* 0: none */
+	int64_t t0;                   /* the request's arrival */
+	int64_t last_write;           /* the last write that reaches the
+				       * client (keep-alive clock) */
+	int64_t last_token;           /* the last token event written */
+	int ended;                    /* the end is encoded */
+	int ends_well;                /* ... and is a complete answer */
+};
+
+/*
+ * Starts relaying sequence s (held: relay_finish releases it) for the
+ * request rp with the encoder ops/resp. The stop strings are the
+ * request's (copied), for the detokenizer. TS_EINVAL for stop strings
+ * engine/release.h refuses (the engine took them, so this does not
+ * happen).
+ */
+enum ts_err relay_init(struct relay *r, struct server *srv,
+    struct reply *rp, struct engine_seq *s, uint32_t start_index,
+    const char *const stop[], const size_t stop_len[], size_t nstop,
+    const struct relay_ops *ops, void *resp);
+
+/* Appends to out what is ready at `now`: tokens, a keep-alive when one is
+ * due, the end. */
+enum relay_state relay_pump(struct relay *r, struct ts_buf *out,
+    int64_t now);
+
+/* The bytes relay_pump gave were written at `now`. */
+void relay_flushed(struct relay *r, int64_t now);
+
+/* A write failed or the client hung up at `now`: the sequence is
+ * cancelled (engine_cancel). */
+void relay_gone(struct relay *r, int64_t now);
+
+/* When relay_pump has something to do without news: the next keep-alive,
+ * or INT64_MAX. */
+int64_t relay_deadline(const struct relay *r);
+
+/* Releases the sequence and frees the encoder's state. */
+void relay_finish(struct relay *r);
+
+/*
+ * The driver on the request's own thread: pumps, writes, waits on the
+ * connection (conn.h) until the response is complete or the client is
+ * gone, then relay_finish. A write is bracketed by engine_write_begin and
+ * engine_write_end, so a write stall cancels the sequence.
+ */
+void relay_run(struct server *srv, struct conn *c, struct relay *r);
+
+#endif /* TS_SERVER_RELAY_H */

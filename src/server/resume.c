@@ -1,0 +1,131 @@
+/*
+ * resume.c - SSE event ids for resumable streams. See resume.h.
+ */
+#include "server/resume.h"
+
+#include "common/rng.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static uint64_t
+fnv1a_u64(uint64_t h, uint64_t v)
+{
+	unsigned char le[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		le[i] = (unsigned char)(v >> (8 * i));
+	return rng_fnv1a(h, le, sizeof(le));
+}
+
+uint64_t
+resume_key(const char *prompt, size_t len, uint32_t max_tokens,
+    int32_t error_after)
+{
+	uint64_t h = rng_fnv1a(RNG_FNV1A_INIT, "tokstream-resume-v1", 19);
+
+	h = fnv1a_u64(h, (uint64_t)len);
+	h = rng_fnv1a(h, prompt, len);
+	h = fnv1a_u64(h, max_tokens);
+	h = fnv1a_u64(h, (uint64_t)(int64_t)error_after);
+	return h;
+}
+
+size_t
+resume_id_format(char *buf, size_t cap, const struct resume_id *id)
+{
+	int n;
+
+	if (id->index == RESUME_INDEX_END)
+		n = snprintf(buf, cap, "%" PRIu64 "-%016" PRIx64 "-end",
+		    id->stream, id->key);
+	else
+		n = snprintf(buf, cap, "%" PRIu64 "-%016" PRIx64 "-%" PRIu64,
+		    id->stream, id->key, id->index);
+	if (n < 0 || (size_t)n >= cap || n > RESUME_ID_MAX)
+		return 0;
+	return (size_t)n;
+}
+
+/* A decimal u64 of 1..20 digits, no leading zero unless it is "0". */
+static int
+parse_dec(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (len == 0 || len > 20 || (len > 1 && s[0] == '0'))
+		return -1;
+	for (i = 0; i < len; i++) {
+		unsigned d;
+
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		d = (unsigned)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+enum ts_err
+resume_id_parse(const char *s, size_t len, struct resume_id *id,
+    const char **why)
+{
+	const char *d1, *d2;
+	size_t i;
+	uint64_t key = 0;
+
+	if (len == 0) {
+		*why = "the id is empty";
+		return TS_EINVAL;
+	}
+	if (len > RESUME_ID_MAX) {
+		*why = "the id is too long";
+		return TS_EINVAL;
+	}
+	d1 = memchr(s, '-', len);
+	d2 = d1 ? memchr(d1 + 1, '-', len - (size_t)(d1 + 1 - s)) : NULL;
+	if (d1 == NULL || d2 == NULL ||
+	    memchr(d2 + 1, '-', len - (size_t)(d2 + 1 - s)) != NULL) {
+		*why = "the id does not have three parts";
+		return TS_EINVAL;
+	}
+	if (parse_dec(s, (size_t)(d1 - s), &id->stream) != 0 ||
+	    id->stream == 0) {
+		*why = "the id's stream part is not a stream id";
+		return TS_EINVAL;
+	}
+	if (d2 - (d1 + 1) != 16) {
+		*why = "the id's key is not 16 hex digits";
+		return TS_EINVAL;
+	}
+	for (i = 0; i < 16; i++) {
+		char c = d1[1 + i];
+		unsigned v;
+
+		if (c >= '0' && c <= '9')
+			v = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = (unsigned)(c - 'a' + 10);
+		else {
+			*why = "the id's key is not 16 lowercase hex digits";
+			return TS_EINVAL;
+		}
+		key = key << 4 | v;
+	}
+	id->key = key;
+	len -= (size_t)(d2 + 1 - s);
+	if (len == 3 && memcmp(d2 + 1, "end", 3) == 0) {
+		id->index = RESUME_INDEX_END;
+	} else if (parse_dec(d2 + 1, len, &id->index) != 0 ||
+	    id->index == RESUME_INDEX_END) {
+		*why = "the id's index is not a token index";
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}

@@ -1,0 +1,42 @@
+/*
+ * server/server.h - what every handler of one responder process shares:
+ * its options, the engine and its backend, the state file, the metrics,
+ * and the clock. main.c fills one; the unit tests fill their own, with a
+ * manual engine and a synthetic clock.
+ */
+#ifndef TS_SERVER_SERVER_H
+#define TS_SERVER_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "server/options.h"
+
+struct conn;
+struct engine;
+struct engine_backend;
+struct metrics;
+struct relay;
+struct state;
+
+struct server {
+	const struct options *opt;
+	struct engine *engine;
+	const struct engine_backend *backend;  /* the engine's */
+	struct state *state;          /* never NULL (memory fallback) */
+	struct metrics *metrics;      /* NULL: every metrics_* is a no-op */
+	time_t started_at;            /* /v1/models "created" */
+	atomic_int stopping;          /* SIGTERM: new requests get 503 */
+	/* CLOCK_MONOTONIC now, in ns (engine_now_ns, or a test's clock) */
+	int64_t (*now)(void);
+	/* Runs the rest of a streamed response (relay.h): relay_run on the
+	 * request's own thread, or a test's driver. */
+	void (*stream)(struct server *srv, struct conn *c, struct relay *r);
+};
+
+/* The model name the OpenAI endpoints answer to: --served-model-name, or
+ * the backend's default model ("tokstream-sim", the checkpoint's file). */
+const char *server_model_name(const struct server *srv);
+
+#endif /* TS_SERVER_SERVER_H */

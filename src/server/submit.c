@@ -1,0 +1,75 @@
+/*
+ * server/submit.c - prompt counting, context check and queueing
+ * (submit.h).
+ */
+#include "server/submit.h"
+
+#include "server/conn.h"
+#include "server/metrics.h"
+#include "server/server.h"
+
+int
+submit_count_prompt(struct server *srv, struct engine_request *job,
+    uint64_t more, struct http_error *err)
+{
+	const struct engine_backend *be = srv->backend;
+	uint64_t ctx = be->context_len(be->impl);
+	uint64_t n = 0;
+
+	if (be->count_tokens(be->impl, job->model, job->prompt,
+	    job->prompt_len, &n) != TS_OK) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "context_length_exceeded", "the prompt is longer than the "
+		    "model's context of %llu tokens", (unsigned long long)ctx);
+		return 400;
+	}
+	job->prompt_tokens = n;
+	if (ctx == 0 || n + more < ctx)
+		return 0;
+	http_error_set(err, 400, "invalid_request_error",
+	    "context_length_exceeded", "the prompt is %llu tokens (+%llu "
+	    "to recompute); the model's context is %llu",
+	    (unsigned long long)n, (unsigned long long)more,
+	    (unsigned long long)ctx);
+	return 400;
+}
+
+/* Called by the engine with the connection: a blocked write must fail. */
+static void
+submit_on_stall(void *user)
+{
+	struct conn *c = user;
+
+	c->ops->abort(c);
+}
+
+enum ts_err
+submit(struct server *srv, struct engine_request *job,
+    const struct submit_record *rec, struct conn *c, struct engine_seq **s,
+    struct http_error *err)
+{
+	enum ts_err rc;
+
+	job->listener = c->ops->listener(c);
+	job->user = c;
+	job->on_stall = submit_on_stall;
+	job->hook_arg = rec;
+	rc = engine_submit(srv->engine, job, s);
+	if (rc == TS_OK) {
+		metrics_add(srv->metrics, METRICS_PROMPT_TOKENS,
+		    job->prompt_tokens);
+	} else if (rc == TS_ELIMIT) {
+		metrics_add(srv->metrics, METRICS_REJECTED_QUEUE_FULL, 1);
+		http_error_set(err, 429, "rate_limit_error", "queue_full",
+		    "all %u slots are busy and %u requests are waiting; "
+		    "retry later", srv->opt->engine.max_num_seqs,
+		    srv->opt->engine.max_waiting);
+	} else if (rc == TS_EINVAL) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_value", "the stop strings cannot be used");
+	} else {
+		http_error_set(err, 503, "server_error", "shutdown",
+		    "the server is shutting down");
+	}
+	return rc;
+}
