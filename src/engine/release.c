@@ -1,5 +1,5 @@
 /*
- * sim_release.c - the per-sequence detokenizer of sim_release.h.
+ * engine/release.c - the per-sequence detokenizer of engine/release.h.
  *
  * buf holds the text that has passed the UTF-8 holdback: buf[0..off) is
  * the chunk returned by the last call, buf[off..len) what the stop matcher

@@ -1,7 +1,7 @@
 /*
- * sim_release.h - the detokenizer of one sequence: turns generated token
+ * engine/release.h - the detokenizer of one sequence: turns generated token
  * ids into the text chunks a client may be sent, applying UTF-8 holdback
- * (sim_utf8.h) and then stop strings (sim_stop.h). Used per sequence by
+ * (engine/utf8.h) and then stop strings (engine/stop.h). Used per sequence by
  * /v1/... for both the stream (one chunk per token) and the whole answer.
  * No I/O, no allocation.
  *
@@ -9,8 +9,8 @@
  *   - every chunk is valid UTF-8 (stop strings must be valid UTF-8, so a
  *     cut before a stop string falls between characters);
  *   - the chunks, concatenated with the finish chunk, are the token texts
- *     concatenated, repaired as sim_utf8.h says, and cut just before the
- *     first stop string (sim_stop.h) - the same bytes however the text
+ *     concatenated, repaired as engine/utf8.h says, and cut just before the
+ *     first stop string (engine/stop.h) - the same bytes however the text
  *     was split, so a stream and a non-stream answer agree byte for byte;
  *   - nothing from a stop string on is ever released; text is held back
  *     only while it may still begin a stop string or ends in an incomplete
@@ -19,8 +19,8 @@
  * the caller's: a match (stop) ends the sequence with "stop"; at EOS or
  * max_tokens the caller calls release_finish for what is held.
  */
-#ifndef RELEASE_H
-#define RELEASE_H
+#ifndef TS_ENGINE_RELEASE_H
+#define TS_ENGINE_RELEASE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -43,7 +43,7 @@ struct release_chunk {
 	size_t len;
 };
 
-/* The fields are sim_release.c's; the caller provides the storage. */
+/* The fields are engine/release.c's; the caller provides the storage. */
 struct release {
 	struct utf8_repair utf8;
 	struct stop_matcher stop;
@@ -89,4 +89,4 @@ enum ts_err release_bytes(struct release *r, const char *p,
  */
 void release_finish(struct release *r, struct release_chunk *out);
 
-#endif /* RELEASE_H */
+#endif /* TS_ENGINE_RELEASE_H */

@@ -1,5 +1,5 @@
 /*
- * sim_stop.c - the incremental stop-string matcher of sim_stop.h: one
+ * engine/stop.c - the incremental stop-string matcher of engine/stop.h: one
  * Knuth-Morris-Pratt automaton per stop string (Knuth, Morris and Pratt,
  * "Fast pattern matching in strings", 1977), run side by side.
  */

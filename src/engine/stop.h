@@ -1,5 +1,5 @@
 /*
- * sim_stop.h - stop strings: an incremental matcher over the generated
+ * engine/stop.h - stop strings: an incremental matcher over the generated
  * text, fed as it comes (a token's text at a time, or any other split).
  * No I/O, no allocation.
  *
@@ -15,14 +15,14 @@
  * that is a proper prefix of some stop string (at most
  * STOP_MAX_BYTES - 1 bytes) and releases the rest. With no stop
  * strings every byte is released at once. The bytes themselves stay the
- * caller's: the matcher only counts (sim_release.h keeps the text).
+ * caller's: the matcher only counts (engine/release.h keeps the text).
  *
  * Algorithm: one Knuth-Morris-Pratt automaton per stop string (the state
  * of string i is the length of the longest suffix of the text that is a
  * prefix of it), so a byte costs O(STOP_MAX) amortised steps.
  */
-#ifndef STOP_H
-#define STOP_H
+#ifndef TS_ENGINE_STOP_H
+#define TS_ENGINE_STOP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,7 +34,7 @@
 /* Bytes per stop string: 1..STOP_MAX_BYTES. */
 #define STOP_MAX_BYTES 64
 
-/* The fields are sim_stop.c's; the caller provides the storage. */
+/* The fields are engine/stop.c's; the caller provides the storage. */
 struct stop_matcher {
 	size_t n;                       /* stop strings */
 	size_t held;                    /* bytes fed, not yet released */
@@ -74,4 +74,4 @@ size_t stop_feed(struct stop_matcher *st, const char *p, size_t len,
  */
 size_t stop_flush(struct stop_matcher *st);
 
-#endif /* STOP_H */
+#endif /* TS_ENGINE_STOP_H */

@@ -1,5 +1,5 @@
 /*
- * sim_utf8.c - the UTF-8 holdback of sim_utf8.h: the WHATWG Encoding
+ * engine/utf8.c - the UTF-8 holdback of engine/utf8.h: the WHATWG Encoding
  * Standard's UTF-8 decoder (section 9.1.1, "UTF-8 decoder"), keeping the
  * bytes of a character instead of its code point.
  */

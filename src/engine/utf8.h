@@ -1,5 +1,5 @@
 /*
- * sim_utf8.h - UTF-8 holdback: turns a byte stream cut anywhere (byte
+ * engine/utf8.h - UTF-8 holdback: turns a byte stream cut anywhere (byte
  * tokens can split a character) into chunks of valid UTF-8. No I/O, no
  * allocation.
  *
@@ -15,8 +15,8 @@
  * input is the same, and valid UTF-8 (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF); a valid input comes out unchanged.
  */
-#ifndef UTF8_H
-#define UTF8_H
+#ifndef TS_ENGINE_UTF8_H
+#define TS_ENGINE_UTF8_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,4 +54,4 @@ size_t utf8_repair_finish(struct utf8_repair *u, char *out);
 /* Whether (p, len) is valid UTF-8 (RFC 3629). */
 int utf8_valid(const char *p, size_t len);
 
-#endif /* UTF8_H */
+#endif /* TS_ENGINE_UTF8_H */

@@ -1,5 +1,5 @@
 /*
- * model.c - llama2.c checkpoints: validation, mmap, and the batched
+ * model/model.c - llama2.c checkpoints: validation, mmap, and the batched
  * forward pass (see model.h for the format and the sources followed).
  */
 #define _POSIX_C_SOURCE 200809L

@@ -1,5 +1,5 @@
 /*
- * model.h - a Llama-2 style transformer from a llama2.c checkpoint:
+ * model/model.h - a Llama-2 style transformer from a llama2.c checkpoint:
  * loading (mmap, validation) and a batched forward pass on the CPU.
  *
  * Checkpoint format: llama2.c's legacy "version 0" export, as written by
@@ -38,8 +38,8 @@
  * positions of one prompt) in one pass so that each weight matrix is
  * read once per pass.
  */
-#ifndef MODEL_H
-#define MODEL_H
+#ifndef TS_MODEL_MODEL_H
+#define TS_MODEL_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -175,4 +175,4 @@ uint32_t model_run_threads(const struct model_run *r);
 void model_forward(struct model_run *r, const struct model_row *rows,
     uint32_t n);
 
-#endif /* MODEL_H */
+#endif /* TS_MODEL_MODEL_H */

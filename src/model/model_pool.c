@@ -1,5 +1,5 @@
 /*
- * model_pool.c - the forward pass's worker threads (see model_pool.h).
+ * model/model_pool.c - the forward pass's worker threads (see model_pool.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "model/model_pool.h"

@@ -1,5 +1,5 @@
 /*
- * model_pool.h - a small fixed pool of worker threads for the forward
+ * model/model_pool.h - a small fixed pool of worker threads for the forward
  * pass: one job at a time, its index range split into equal contiguous
  * parts, one per thread, the caller's thread taking part 0.
  *
@@ -9,8 +9,8 @@
  * a few microseconds, so callers give it work of at least tens of
  * microseconds (a matrix, not a row).
  */
-#ifndef MODEL_POOL_H
-#define MODEL_POOL_H
+#ifndef TS_MODEL_MODEL_POOL_H
+#define TS_MODEL_MODEL_POOL_H
 
 #include <stdint.h>
 
@@ -51,4 +51,4 @@ void model_pool_destroy(struct model_pool *p);
  * MODEL_POOL_MAX_THREADS. */
 uint32_t model_pool_default_threads(void);
 
-#endif /* MODEL_POOL_H */
+#endif /* TS_MODEL_MODEL_POOL_H */

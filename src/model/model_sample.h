@@ -1,5 +1,5 @@
 /*
- * model_sample.h - choosing the next token from logits: greedy argmax,
+ * model/model_sample.h - choosing the next token from logits: greedy argmax,
  * temperature, top-p (nucleus) sampling, and the seeded PRNG they draw
  * from. Pure functions: no state beyond the caller's PRNG word.
  *
@@ -9,8 +9,8 @@
  * so results do not depend on qsort, and the nucleus falls back to a
  * full sort when run.c's cutoff shortcut would drop needed tokens.
  */
-#ifndef MODEL_SAMPLE_H
-#define MODEL_SAMPLE_H
+#ifndef TS_MODEL_MODEL_SAMPLE_H
+#define TS_MODEL_MODEL_SAMPLE_H
 
 #include <stdint.h>
 
@@ -40,4 +40,4 @@ uint32_t model_argmax(const float *logits, uint32_t n);
 uint32_t model_sample(const float *logits, uint32_t n, float temperature,
     float top_p, uint64_t *rng_state);
 
-#endif /* MODEL_SAMPLE_H */
+#endif /* TS_MODEL_MODEL_SAMPLE_H */

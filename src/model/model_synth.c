@@ -1,5 +1,5 @@
 /*
- * model_synth.c - seeded random checkpoints and a synthetic vocabulary
+ * model/model_synth.c - seeded random checkpoints and a synthetic vocabulary
  * (see model_synth.h).
  */
 #define _POSIX_C_SOURCE 200809L

@@ -1,5 +1,5 @@
 /*
- * model_synth.h - synthetic models: a llama2.c checkpoint of seeded
+ * model/model_synth.h - synthetic models: a llama2.c checkpoint of seeded
  * random weights and a matching tokenizer.bin, for tests, benchmarks and
  * trying the server without downloading a model (tokstream-mkmodel).
  *
@@ -16,8 +16,8 @@
  * time, so that every piece can be reached by BPE merges. Scores
  * decrease in that order (earlier pieces merge first).
  */
-#ifndef MODEL_SYNTH_H
-#define MODEL_SYNTH_H
+#ifndef TS_MODEL_MODEL_SYNTH_H
+#define TS_MODEL_MODEL_SYNTH_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -50,4 +50,4 @@ enum ts_err model_synth_write_checkpoint(const struct model_synth *s,
 enum ts_err model_synth_write_tokenizer(const struct model_synth *s,
     const char *path, char *err, size_t errlen);
 
-#endif /* MODEL_SYNTH_H */
+#endif /* TS_MODEL_MODEL_SYNTH_H */

@@ -1,5 +1,5 @@
 /*
- * tokenizer.c - llama2.c's tokenizer.bin: parsing, BPE encoding with byte
+ * model/tokenizer.c - llama2.c's tokenizer.bin: parsing, BPE encoding with byte
  * fallback, decoding (see tokenizer.h; after run.c build_tokenizer,
  * encode and decode).
  *

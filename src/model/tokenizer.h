@@ -1,5 +1,5 @@
 /*
- * tokenizer.h - the llama2.c tokenizer: the sentencepiece (BPE with byte
+ * model/tokenizer.h - the llama2.c tokenizer: the sentencepiece (BPE with byte
  * fallback) vocabulary of a Llama-2 model, as exported to tokenizer.bin
  * by llama2.c's tokenizer.py, and run.c's encode() and decode().
  *
@@ -12,8 +12,8 @@
  * "<0x00>".."<0xFF>" (sentencepiece byte_fallback); a space is a plain
  * " " (the export replaced sentencepiece's U+2581).
  */
-#ifndef TOKENIZER_H
-#define TOKENIZER_H
+#ifndef TS_MODEL_TOKENIZER_H
+#define TS_MODEL_TOKENIZER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -80,4 +80,4 @@ const char *tokenizer_piece(const struct tokenizer *t, uint32_t id,
 const char *tokenizer_decode(const struct tokenizer *t, uint32_t prev_id,
     uint32_t id, size_t *len);
 
-#endif /* TOKENIZER_H */
+#endif /* TS_MODEL_TOKENIZER_H */

@@ -1,5 +1,5 @@
 /*
- * sim_chat.c - the chat template of sim_chat.h.
+ * openai/chat.c - the chat template of openai/chat.h.
  */
 #include "openai/chat.h"
 

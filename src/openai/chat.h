@@ -1,6 +1,6 @@
 /*
- * sim_chat.h - the chat template: how /v1/chat/completions turns a list
- * of messages into the prompt text the model (sim_lm.h) continues. No
+ * openai/chat.h - the chat template: how /v1/chat/completions turns a list
+ * of messages into the prompt text the model (sim/lm.h) continues. No
  * I/O.
  *
  * Each message is its role marker on a line of its own, then its content
@@ -14,8 +14,8 @@
  * an empty line. usage.prompt_tokens is sim_tokenize() over the rendered
  * text, and the model's default seed is rng_seed_of() of it.
  */
-#ifndef CHAT_H
-#define CHAT_H
+#ifndef TS_OPENAI_CHAT_H
+#define TS_OPENAI_CHAT_H
 
 #include <stddef.h>
 
@@ -62,7 +62,7 @@ enum ts_err chat_render(const struct chat_msg *msgs, size_t n,
 
 /*
  * Appends the prompt of a chat request rendered with tokstream's chat
- * template (sim_chat.h, CHAT_TEMPLATE): for each message
+ * template (openai/chat.h, CHAT_TEMPLATE): for each message
  * "<|ROLE|>\nCONTENT\n" (ROLE system, user or assistant), then the
  * generation prompt "<|assistant|>\n" to start the answer.
  * TS_EINVAL for a request that is not chat; TS_ELIMIT if the buffer's
@@ -71,4 +71,4 @@ enum ts_err chat_render(const struct chat_msg *msgs, size_t n,
 enum ts_err openai_chat_prompt(const struct openai_request *req,
     struct ts_buf *b);
 
-#endif /* CHAT_H */
+#endif /* TS_OPENAI_CHAT_H */

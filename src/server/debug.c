@@ -188,7 +188,7 @@ debug_generated(struct server *srv, struct reply *rp)
 
 /*
  * GET /metrics: Prometheus text exposition format 0.0.4, over all
- * responder processes (README "Metrics"). Loopback only, like /_debug.
+ * responder processes (docs/API.md "GET /metrics"). Loopback only, like /_debug.
  */
 void
 debug_metrics(struct server *srv, struct reply *rp)

@@ -1,6 +1,6 @@
 /*
- * http.c - query and JSON request parsing, limits, error bodies. See
- * http.h. Nothing here touches a socket; fcgi_main.c does the I/O.
+ * server/http.c - query and JSON request parsing, limits, error bodies. See
+ * http.h. Nothing here touches a socket; the server (src/server/) does the I/O.
  */
 #include "server/http.h"
 

@@ -1,11 +1,11 @@
 /*
- * http.h - request parsing for tokstream's lab endpoints: query strings
+ * server/http.h - request parsing for tokstream's lab endpoints: query strings
  * (application/x-www-form-urlencoded, WHATWG URL "urlencoded parser"), JSON
  * bodies (jansson), limits, and JSON error bodies in the OpenAI API's shape
  * {"error":{"message":...,"type":...,"code":...}}. No sockets.
  */
-#ifndef HTTP_H
-#define HTTP_H
+#ifndef TS_SERVER_HTTP_H
+#define TS_SERVER_HTTP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,7 +13,7 @@
 #include "common/buf.h"
 #include "common/ts.h"
 
-/* Documented limits (README "Limits"). */
+/* Documented limits (docs/API.md "Limits"). */
 #define HTTP_MAX_BODY_BYTES (1u << 20)      /* POST body: 1 MiB, else 413 */
 #define HTTP_MAX_QUERY_PARAMS 64            /* more params: 400 */
 #define HTTP_MAX_TOKENS_CAP 8192            /* max_tokens above: 400 */
@@ -118,4 +118,4 @@ enum ts_err http_error_json_openai(const struct http_error *err,
 /* The reason phrase of an HTTP status ("Bad Request"), "" if unknown. */
 const char *http_reason(int status);
 
-#endif /* HTTP_H */
+#endif /* TS_SERVER_HTTP_H */

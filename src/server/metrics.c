@@ -1,5 +1,5 @@
 /*
- * metrics.c - the mmap'd metrics file shared by threads and processes,
+ * server/metrics.c - the mmap'd metrics file shared by threads and processes,
  * and its rendering in the Prometheus text exposition format 0.0.4
  * (prometheus.io "Exposition formats", "Text format details"). See
  * metrics.h for the file format.

@@ -1,5 +1,5 @@
 /*
- * metrics.h - Prometheus metrics shared by every thread and every
+ * server/metrics.h - Prometheus metrics shared by every thread and every
  * responder process (spawn-fcgi -F N): GET /metrics may land on any
  * process, so all of them count into one mmap'd file, like the state file
  * (state.h). Updates and rendering take no lock (only opening does, a
@@ -40,8 +40,8 @@
  * Counters keep counting across restarts of the server (the file stays
  * in the state directory); Prometheus copes with counter resets anyway.
  */
-#ifndef METRICS_H
-#define METRICS_H
+#ifndef TS_SERVER_METRICS_H
+#define TS_SERVER_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -182,4 +182,4 @@ void metrics_gauge_add(struct metrics *m, enum metrics_gauge g,
  */
 enum ts_err metrics_render(const struct metrics *m, struct ts_buf *out);
 
-#endif /* METRICS_H */
+#endif /* TS_SERVER_METRICS_H */

@@ -1,5 +1,5 @@
 /*
- * resume.c - SSE event ids for resumable streams. See resume.h.
+ * server/resume.c - SSE event ids for resumable streams. See resume.h.
  */
 #include "server/resume.h"
 

@@ -1,9 +1,9 @@
 /*
- * resume.h - SSE event ids for resumable streams (WHATWG HTML 9.2: the
+ * server/resume.h - SSE event ids for resumable streams (WHATWG HTML 9.2: the
  * "id" field, echoed back by EventSource as the Last-Event-ID header when
  * it reconnects). No I/O.
  *
- * Id format (opaque to clients, documented in README "Resuming a
+ * Id format (opaque to clients, documented in docs/API.md "Resuming a
  * stream"):  <stream>-<key>-<index>  or  <stream>-<key>-end
  *   stream  decimal stream id (X-Request-Id) of the stream that sent it
  *   key     16 lowercase hex digits: RESUME_KEY of the request's
@@ -13,8 +13,8 @@
  * Every part is at most 20 digits with no sign and no leading zeros; the
  * whole id is at most RESUME_ID_MAX bytes.
  */
-#ifndef RESUME_H
-#define RESUME_H
+#ifndef TS_SERVER_RESUME_H
+#define TS_SERVER_RESUME_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,7 +35,7 @@ struct resume_id {
  * The key of a generation's parameters: FNV-1a 64 over a version tag,
  * the prompt bytes (ptr, len), max_tokens and error_after (-1 = none),
  * each number as 8 little-endian bytes. Two requests with the same key
- * generate the same tokens (gen.h's determinism contract).
+ * generate the same tokens (sim/lab.h's determinism contract).
  */
 uint64_t resume_key(const char *prompt, size_t len, uint32_t max_tokens,
     int32_t error_after);
@@ -55,4 +55,4 @@ size_t resume_id_format(char *buf, size_t cap, const struct resume_id *id);
 enum ts_err resume_id_parse(const char *s, size_t len, struct resume_id *id,
     const char **why);
 
-#endif /* RESUME_H */
+#endif /* TS_SERVER_RESUME_H */

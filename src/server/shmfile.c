@@ -1,5 +1,5 @@
 /*
- * shmfile.c - opening and mapping the files under the state directory
+ * server/shmfile.c - opening and mapping the files under the state directory
  * that processes share. See shmfile.h.
  */
 #define _POSIX_C_SOURCE 200809L

@@ -1,5 +1,5 @@
 /*
- * shmfile.h - the open and map steps that the state file (state.c) and
+ * server/shmfile.h - the open and map steps that the state file (state.c) and
  * the metrics file (metrics.c) share: DIR/NAME opened or created, then
  * reserved and mapped MAP_SHARED. What lies between stays with each file,
  * because it differs on purpose: the state file is sized and initialised
@@ -8,8 +8,8 @@
  * may re-initialise the file (see metrics_open()). Errors are one line in
  * the caller's errbuf, as state_open() and metrics_open() report them.
  */
-#ifndef SHMFILE_H
-#define SHMFILE_H
+#ifndef TS_SERVER_SHMFILE_H
+#define TS_SERVER_SHMFILE_H
 
 #include <stddef.h>
 
@@ -39,4 +39,4 @@ enum ts_err shmfile_open(const char *dir, const char *name, char *path,
 enum ts_err shmfile_map(int fd, const char *path, size_t len, void **map,
     char *errbuf, size_t errlen);
 
-#endif /* SHMFILE_H */
+#endif /* TS_SERVER_SHMFILE_H */

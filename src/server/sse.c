@@ -1,5 +1,5 @@
 /*
- * sse.c - Server-Sent Events encoder (WHATWG HTML 9.2). See sse.h.
+ * server/sse.c - Server-Sent Events encoder (WHATWG HTML 9.2). See sse.h.
  */
 #include "server/sse.h"
 

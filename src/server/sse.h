@@ -1,5 +1,5 @@
 /*
- * sse.h - encoding Server-Sent Events into a caller's buffer. No I/O.
+ * server/sse.h - encoding Server-Sent Events into a caller's buffer. No I/O.
  *
  * Follows WHATWG HTML, section 9.2 "Server-sent events": an event is one or
  * more "data:" lines followed by an empty line; lines end in LF (tokstream
@@ -8,8 +8,8 @@
  * TS_ELIMIT when the buffer's limit would be exceeded (nothing is appended
  * then), or TS_EINVAL for data the JSON encoder refuses (invalid UTF-8).
  */
-#ifndef SSE_H
-#define SSE_H
+#ifndef TS_SERVER_SSE_H
+#define TS_SERVER_SSE_H
 
 #include <stddef.h>
 
@@ -58,4 +58,4 @@ enum ts_err sse_encode_done(struct ts_buf *b);
 enum ts_err sse_encode_error(struct ts_buf *b, const char *message,
     const char *type, const char *code);
 
-#endif /* SSE_H */
+#endif /* TS_SERVER_SSE_H */

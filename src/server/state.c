@@ -1,5 +1,5 @@
 /*
- * state.c - the mmap'd state file shared by threads and processes. See
+ * server/state.c - the mmap'd state file shared by threads and processes. See
  * state.h for the format and the memory-ordering argument.
  */
 #define _GNU_SOURCE

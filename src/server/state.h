@@ -1,11 +1,11 @@
 /*
- * state.h - the shared state file: per-stream counters that every thread
+ * server/state.h - the shared state file: per-stream counters that every thread
  * and every responder process (spawn-fcgi -F N) reads and writes, and
  * that a killed process leaves readable. No SQLite, no locks on the hot
  * path: the file is mmap'd MAP_SHARED and every field is a lock-free C11
  * atomic 64-bit word.
  *
- * File format (version 2, host byte order, documented in README "State
+ * File format (version 2, host byte order, documented in docs/OPERATIONS.md "The state
  * file"): a 128-byte header, then STATE_CAPACITY records of 128 bytes.
  *   header: magic "TOKSTAT1" (8 bytes), version u32, record_size u32,
  *           capacity u32, pad u32, next_id u64, total_generated u64,
@@ -23,8 +23,8 @@
  * copy, and re-check the id. generated is final once status is no longer
  * running (status is stored with release after the last generated update).
  */
-#ifndef STATE_H
-#define STATE_H
+#ifndef TS_SERVER_STATE_H
+#define TS_SERVER_STATE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -155,4 +155,4 @@ uint64_t state_total_streams(struct state *st);
 /* "running", "done", "cancelled", "error". */
 const char *state_status_name(enum state_status s);
 
-#endif /* STATE_H */
+#endif /* TS_SERVER_STATE_H */

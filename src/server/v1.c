@@ -22,6 +22,10 @@
 #include "server/server.h"
 #include "server/submit.h"
 
+/* Every stop string the API takes reaches the engine. */
+_Static_assert(OPENAI_MAX_STOP <= STOP_MAX, "more stop strings than the "
+    "engine matches");
+
 /* One /v1 response in flight: owned by its relay from the hand-off on. */
 struct v1_resp {
 	struct reply reply;

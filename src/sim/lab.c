@@ -30,13 +30,13 @@
  * can reach bytes appended to it. */
 #define SIM_REACH (SIM_TOKEN_MAX_BYTES - 1)
 
-/* Bytes in sim_stream.tail: the last SIM_REACH bytes, room for one more
+/* Bytes in sim_lab.tail: the last SIM_REACH bytes, room for one more
  * token, and slack so that the tail is compacted only now and then. */
 #define SIM_TAIL_CAP sizeof(((struct sim_lab *)0)->tail)
 
 _Static_assert(SIM_TAIL_CAP >= SIM_REACH + SIM_TOKEN_MAX_BYTES + 1,
-    "sim_stream.tail is too small");
-_Static_assert(SIM_TAIL_CAP <= 64, "sim_stream.tail_starts has 64 bits");
+    "sim_lab.tail is too small");
+_Static_assert(SIM_TAIL_CAP <= 64, "sim_lab.tail_starts has 64 bits");
 
 /* Where in a sentence the sampler is; each has its own sim_table. */
 enum sim_ctx {

@@ -1,10 +1,10 @@
 /*
- * sim_lm.c - the deterministic language model and sampler of sim_lm.h.
+ * sim/lm.c - the deterministic language model and sampler of sim/lm.h.
  *
  * The per-token tables (log-weights, kind masses) are static, filled once
  * under pthread_once and read-only afterwards, so any number of threads
  * may run their own sim_lm. Floating point: see the determinism note in
- * sim_lm.h; sim_lm_exp2 and sim_lm_log below are why libm's exp and log
+ * sim/lm.h; sim_lm_exp2 and sim_lm_log below are why libm's exp and log
  * are not used.
  */
 #include "sim/lm.h"
@@ -31,7 +31,7 @@
 #define SIM_LM_NOISE 2.0        /* context term in (-NOISE, +NOISE) */
 #define SIM_LM_REPEAT 3.0       /* less for a repeat of the last 3 ids */
 
-/* Sentence lengths in words, as gen.c's SIM_SENTENCE_MIN and _MAX. */
+/* Sentence lengths in words, as lab.c's SIM_SENTENCE_MIN and _MAX. */
 #define SIM_LM_SENTENCE_MIN 6u
 #define SIM_LM_SENTENCE_MAX 18u
 
@@ -395,7 +395,7 @@ sim_lm_kind_terms(const struct sim_lm *lm, enum sim_lm_sit sit,
 }
 
 /*
- * Scores every candidate for the next step into lm->logit (see sim_lm.h
+ * Scores every candidate for the next step into lm->logit (see sim/lm.h
  * for the model). Masked candidates get -INFINITY.
  */
 static void
@@ -619,7 +619,7 @@ sim_lm_push(struct sim_lm *lm, uint32_t id)
 
 /*
  * One step: score, mask EOS if asked, then greedy or temperature + top_p
- * sampling (sim_lm.h). The weights are e^((logit - max) / T) =
+ * sampling (sim/lm.h). The weights are e^((logit - max) / T) =
  * 2^((logit - max) x log2(e) / T), so the most probable candidate has
  * weight 1 and nothing overflows; their sum runs in candidate order.
  */

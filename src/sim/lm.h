@@ -59,8 +59,8 @@
  * one. The output is not canonical (unlike sim_lab_next): its text may
  * tokenize to other ids (byte tokens, merges), so count the ids.
  */
-#ifndef SIM_LM_H
-#define SIM_LM_H
+#ifndef TS_SIM_LM_H
+#define TS_SIM_LM_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -124,4 +124,4 @@ const double *sim_lm_logits(struct sim_lm *lm);
 /* Releases the scratch of lm (accepts NULL and a zeroed struct). */
 void sim_lm_free(struct sim_lm *lm);
 
-#endif /* SIM_LM_H */
+#endif /* TS_SIM_LM_H */

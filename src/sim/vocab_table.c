@@ -1436,5 +1436,5 @@ const uint32_t sim_vocab_ntext =
     (uint32_t)(sizeof(sim_vocab_text) / sizeof(sim_vocab_text[0]));
 
 _Static_assert(sizeof(sim_vocab_text) / sizeof(sim_vocab_text[0]) <=
-    SIM_VOCAB_MAX_TEXT, "gen.c's tables are too small for the vocabulary");
+    SIM_VOCAB_MAX_TEXT, "the tables are too small for the vocabulary");
 /* clang-format on */

@@ -1,5 +1,5 @@
 /*
- * mkmodel.c - tokstream-mkmodel: writes a llama2.c checkpoint of seeded
+ * tools/mkmodel.c - tokstream-mkmodel: writes a llama2.c checkpoint of seeded
  * random weights and a matching tokenizer.bin (model_synth.h), to try
  * the llama backend, test it and benchmark it without a download.
  *

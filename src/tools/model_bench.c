@@ -1,5 +1,5 @@
 /*
- * model_bench.c - tokstream-model-bench: how fast the llama backend
+ * tools/model_bench.c - tokstream-model-bench: how fast the llama backend
  * prefills and decodes on this machine, next to what memory bandwidth
  * allows. Decoding one token reads every weight once, so
  *     TPOT floor = weight bytes / read bandwidth,

@@ -1,5 +1,5 @@
 /*
- * tokgen.c - the generator on the command line: print the tokens a prompt
+ * tools/tokgen.c - the generator on the command line: print the tokens a prompt
  * generates (as raw text, JSON strings or ids), or count the prompt's
  * tokens. The integration tests compare the server's streams with it.
  *
@@ -8,9 +8,9 @@
  * what a client must reassemble. The other modes write one line per item.
  *
  * With --lm (or any of its options) the tokens come from the language
- * model of the OpenAI-compatible endpoints (sim_lm.h) with their sampling
+ * model of the OpenAI-compatible endpoints (sim/lm.h) with their sampling
  * parameters, stop strings and chat template, and text is what the
- * detokenizer (sim_release.h) releases: the answer those endpoints give.
+ * detokenizer (engine/release.h) releases: the answer those endpoints give.
  *
  * Exit status: 0 done, 1 a file could not be read or output not written,
  * 2 bad arguments (one line on stderr says which).
@@ -518,7 +518,7 @@ tokgen_lm_put(const struct tokgen_opts *o, uint32_t id,
 }
 
 /*
- * Generates up to o->n tokens with the language model (sim_lm.h) for the
+ * Generates up to o->n tokens with the language model (sim/lm.h) for the
  * prompt and writes them in o->mode through a detokenizer with the stop
  * strings: ends at the end-of-sequence token or a stop string (finish
  * reason "stop") or after o->n tokens ("length"); what is still held then

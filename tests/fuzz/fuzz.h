@@ -5,8 +5,8 @@
  * to derive split points and chunk sizes from the input itself, so that
  * every run of an input is the same run.
  */
-#ifndef FUZZ_H
-#define FUZZ_H
+#ifndef TS_TESTS_FUZZ_FUZZ_H
+#define TS_TESTS_FUZZ_FUZZ_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -54,4 +54,4 @@ fuzz_next(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-#endif /* FUZZ_H */
+#endif /* TS_TESTS_FUZZ_FUZZ_H */

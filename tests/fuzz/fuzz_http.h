@@ -1,8 +1,8 @@
 /*
  * fuzz_http.h - checks shared by fuzz_query.c and fuzz_json.c.
  */
-#ifndef FUZZ_HTTP_H
-#define FUZZ_HTTP_H
+#ifndef TS_TESTS_FUZZ_FUZZ_HTTP_H
+#define TS_TESTS_FUZZ_FUZZ_HTTP_H
 
 #include <stddef.h>
 
@@ -28,4 +28,4 @@ int fuzz_is_utf8(const char *s, size_t len);
  */
 void fuzz_check_error_json(const struct http_error *err);
 
-#endif /* FUZZ_HTTP_H */
+#endif /* TS_TESTS_FUZZ_FUZZ_HTTP_H */

@@ -1,6 +1,6 @@
 /*
- * fuzz_release.c - the per-sequence detokenizer (src/sim_release.h): stop
- * strings (sim_stop.h) and UTF-8 holdback (sim_utf8.h) over arbitrary
+ * fuzz_release.c - the per-sequence detokenizer (src/engine/release.h): stop
+ * strings (engine/stop.h) and UTF-8 holdback (engine/utf8.h) over arbitrary
  * bytes cut at arbitrary points.
  *
  * Input: byte 0 & 7 is the number of stop strings (5..7 must be refused

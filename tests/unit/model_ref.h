@@ -6,8 +6,8 @@
  * src/model's parser), a linear vocabulary search and the quadratic
  * merge loop. Nothing here is shared with the code under test.
  */
-#ifndef MODEL_REF_H
-#define MODEL_REF_H
+#ifndef TS_TESTS_UNIT_MODEL_REF_H
+#define TS_TESTS_UNIT_MODEL_REF_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -38,4 +38,4 @@ size_t model_ref_encode(const struct model_ref *r, const char *text,
 /* The argmax of v[n], lowest index on ties. */
 uint32_t model_ref_argmax(const float *v, uint32_t n);
 
-#endif /* MODEL_REF_H */
+#endif /* TS_TESTS_UNIT_MODEL_REF_H */

@@ -1,11 +1,11 @@
 /*
  * test_gen_release.c - unit tests of the stop-string matcher
- * (src/sim_stop.c), the UTF-8 holdback (src/sim_utf8.c) and the
- * per-sequence detokenizer that combines them (src/sim_release.c).
+ * (src/engine/stop.c), the UTF-8 holdback (src/engine/utf8.c) and the
+ * per-sequence detokenizer that combines them (src/engine/release.c).
  *
  * Table-driven; every case is fed at every split point into two and into
  * three pieces, and the released text must not depend on the split.
- * A property test runs the language model (sim_lm.h) over fixed seeds
+ * A property test runs the language model (sim/lm.h) over fixed seeds
  * and checks that the chunks of a stream are valid UTF-8 and add up to
  * the non-stream text.
  */

@@ -1,6 +1,6 @@
 /*
  * test_gen_lm.c - unit tests of the language model and sampler
- * (src/sim_lm.c): parameters, determinism and seeds, greedy decoding,
+ * (src/sim/lm.c): parameters, determinism and seeds, greedy decoding,
  * temperature, the top_p nucleus, the end-of-sequence token and
  * ignore_eos, byte tokens that spell whole characters, the logits, and a
  * golden vector. The lab generator (sim_lab_next) is pinned by test_gen.c.
@@ -100,7 +100,7 @@ test_defaults(void **state)
 	sim_lm_free(NULL);
 	memset(&lm, 0, sizeof(lm));
 	sim_lm_free(&lm);
-	/* The first step: EOS at 1% of 1/300 (sim_lm.h), by sim_lm.c's own
+	/* The first step: EOS at 1% of 1/300 (sim/lm.h), by sim/lm.c's own
 	 * logarithm, which agrees with libm's to the last bits. */
 	sim_lm_init(&lm, S("x"), NULL);
 	l = sim_lm_logits(&lm)[sim_lm_ncand() - 1];
