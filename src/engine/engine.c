@@ -2,14 +2,28 @@
  * engine/engine.c - slots, waiting queue and the continuous-batching
  * decode loop of one responder process. See engine.h for the model.
  *
+ * The batch clock: sequences at the server's TPOT share one grid of step
+ * boundaries (grid_next). A prefill runs beside the batch (an idealised
+ * chunked prefill: it does not lengthen the steps) and its sequence joins
+ * at the first boundary at or after its end: its first token is part of
+ * that step, its second comes one step later. When no sequence is on the
+ * grid, the prefill that ends first starts it. A request with its own
+ * tpot_ms decodes on a cadence of its own (a timer in the heap).
+ *
+ * Work under the lock is bounded: one pass of engine_advance runs at most
+ * one grid step and each timer at most once, in O(slots) with no
+ * allocation (scratch arrays of max_num_seqs are made once), so no
+ * request can hold another's step or its cancellation back by more than
+ * a step.
+ *
  * Concurrency: one mutex guards the queue, the slots and every field of a
  * sequence that the engine schedules by. What a relay reads while the
  * engine runs (produced, the ids before it, finish, in_slot) and what it
- * reports (delivered, write_since) are C11 atomics, so a relay never
- * takes the lock per token: the engine publishes ids[i] and then stores
- * produced with release order, the relay loads produced with acquire.
- * News reaches a relay through its listener (engine.h): a lock-free stack
- * of sequences, and one wake-up per listener per pass of the loop.
+ * reports (delivered) are C11 atomics, so a relay never takes the lock
+ * per token: the engine publishes ids[i] and then stores produced with
+ * release order, the relay loads produced with acquire. News reaches a
+ * relay through its listener (engine.h): a lock-free stack of sequences,
+ * and one wake-up per listener per pass of the loop.
  */
 #define _GNU_SOURCE
 #include "engine/engine.h"
@@ -21,43 +35,41 @@
 
 #include "engine/release.h"
 
-/* Housekeeping wake-up while relays are writing (write-stall checks). */
-#define ENGINE_TICK_NS 100000000LL
+enum seq_phase { SEQ_WAITING = 1, SEQ_PREFILL, SEQ_JOINING, SEQ_DECODE,
+	SEQ_DONE };
 
-enum seq_phase { SEQ_WAITING = 1, SEQ_PREFILL, SEQ_DECODE, SEQ_DONE };
+#define SEQ_NEWS 1u       /* on a listener's stack */
+#define SEQ_DEAD 2u       /* freed but for the struct: the take frees it */
+#define SEQ_GONE 4u       /* its relay let go: no news for anyone */
 
-#define SEQ_NEWS 1u
-#define SEQ_DEAD 2u
+/* Not in the timer heap / the batch. */
+#define NO_INDEX UINT32_MAX
 
 struct engine_seq {
 	struct engine_seq *qnext;       /* waiting FIFO */
-	struct engine_seq *lprev, *lnext; /* relay-held list (stall checks) */
 	struct engine_request req;      /* prompt, stop point at copies */
 	uint64_t id;                    /* from the on_submit hook */
 	char *stop_copy[STOP_MAX];
 	struct release *stop;           /* stop strings: NULL if none */
 	_Atomic uint32_t generated;     /* EOS included */
 	char *prompt_copy;
-	void *bseq;                     /* backend state, from admission */
+	void *bseq;                     /* backend state, once started */
 	uint32_t *ids;                  /* cap entries */
 	uint32_t cap;                   /* max_tokens - start_index, or 0 */
 	enum seq_phase phase;
-	int joining;                    /* next boundary aligns, no token */
 	int own_cadence;                /* request gave its own tpot_ms */
+	double tpot_ms;                 /* its cadence (own_cadence) */
 	int cancel;                     /* the client is gone */
 	enum engine_cause cause;
 	int64_t cancel_ns;
-	int64_t admitted_ns;
-	int64_t prefill_end_ns;
-	int64_t next_ns;                /* next decode boundary */
+	int64_t due;                    /* timer: prefill end, own step */
 	int64_t leave_ns;
-	int stall_fired;
+	uint32_t slot_idx, heap_idx, batch_idx;
 	int relay_held, engine_held;
 	_Atomic uint32_t produced;
 	_Atomic int finish;
 	_Atomic int in_slot;
 	_Atomic uint32_t delivered;
-	_Atomic int64_t write_since;    /* 0 = not in a write */
 	/* listener lists (engine.h): SEQ_NEWS while on a listener's stack,
 	 * SEQ_DEAD once freed but for the struct, which the listener's next
 	 * take frees */
@@ -79,9 +91,25 @@ struct engine {
 	int stopping;
 	struct engine_seq *qhead, *qtail;  /* waiting FIFO */
 	uint32_t nwaiting;
-	struct engine_seq **slots;
+	uint32_t nheld;                    /* submitted, not yet released by
+					    * the relay: what admission counts */
+	struct engine_seq **slots;         /* prefill and decode */
 	uint32_t nslots;
-	struct engine_seq *held;           /* relay-held list */
+	struct engine_seq **heap;          /* timers, by due (min-heap) */
+	uint32_t nheap;
+	struct engine_seq **batch;         /* on the grid, in step order;
+					    * NULL: a hole (batch_compact) */
+	uint32_t nbatch, batch_holes;
+	struct engine_seq **joining;       /* prefilled, to join the grid at
+					    * the first step at or after their
+					    * prefill's end (due); NULL: left */
+	uint32_t njoining;
+	int64_t grid_next;                 /* next step; INT64_MAX: idle */
+	/* scratch of a step, max_num_seqs each */
+	struct engine_seq **step_seqs;
+	void **step_bseqs;
+	uint32_t *step_ids;
+	enum ts_err *step_rc;
 	struct engine_listener *to_wake;   /* listeners with news (lock) */
 	struct engine_jitter jitter;
 	uint64_t steps, generated;
@@ -97,7 +125,6 @@ engine_config_defaults(struct engine_config *cfg)
 	cfg->max_waiting = ENGINE_DEFAULT_MAX_WAITING;
 	cfg->load_factor_max = ENGINE_DEFAULT_LOAD_FACTOR;
 	cfg->seed = 0x746f6b73747265ULL;   /* "tokstre" */
-	cfg->write_stall_ms = ENGINE_DEFAULT_WRITE_STALL_MS;
 }
 
 /*
@@ -139,8 +166,8 @@ news(struct engine *e, struct engine_seq *s)
 	struct engine_listener *l = s->req.listener;
 	struct engine_seq *head;
 
-	if (l == NULL || (atomic_fetch_or(&s->list_flags, SEQ_NEWS) &
-	    SEQ_NEWS))
+	if (l == NULL || !s->relay_held ||
+	    (atomic_fetch_or(&s->list_flags, SEQ_NEWS) & SEQ_NEWS))
 		return;
 	head = atomic_load_explicit(&l->news, memory_order_relaxed);
 	do {
@@ -173,8 +200,9 @@ wake_listeners(struct engine *e)
  * Empties the stack and returns it oldest first. Each sequence's SEQ_NEWS
  * is cleared (acq_rel, after its link was read) so the engine may push it
  * again at once; the returned list runs on take_next, which only the
- * listener's thread writes. A sequence released while on the stack
- * (SEQ_DEAD) is freed here instead of returned.
+ * listener's thread writes. A sequence released while on the stack is
+ * not returned (SEQ_GONE: its relay is gone), and one freed meanwhile
+ * (SEQ_DEAD) is freed here.
  */
 struct engine_seq *
 engine_listener_take(struct engine_listener *l)
@@ -183,11 +211,16 @@ engine_listener_take(struct engine_listener *l)
 	    memory_order_acquire), *out = NULL, *next;
 
 	for (; s != NULL; s = next) {
+		unsigned f;
+
 		next = s->push_next;
-		if (atomic_fetch_and(&s->list_flags, ~SEQ_NEWS) & SEQ_DEAD) {
+		f = atomic_fetch_and(&s->list_flags, ~SEQ_NEWS);
+		if (f & SEQ_DEAD) {
 			free(s);
 			continue;
 		}
+		if (f & SEQ_GONE)
+			continue;       /* released: its relay is no more */
 		s->take_next = out;
 		out = s;
 	}
@@ -198,6 +231,70 @@ struct engine_seq *
 engine_seq_next_news(const struct engine_seq *s)
 {
 	return s->take_next;
+}
+
+/* ---- the timer heap ---------------------------------------------------- */
+
+static void
+heap_swap(struct engine *e, uint32_t i, uint32_t j)
+{
+	struct engine_seq *t = e->heap[i];
+
+	e->heap[i] = e->heap[j];
+	e->heap[j] = t;
+	e->heap[i]->heap_idx = i;
+	e->heap[j]->heap_idx = j;
+}
+
+static void
+heap_up(struct engine *e, uint32_t i)
+{
+	while (i > 0 && e->heap[(i - 1) / 2]->due > e->heap[i]->due) {
+		heap_swap(e, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+}
+
+static void
+heap_down(struct engine *e, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < e->nheap && e->heap[l]->due < e->heap[m]->due)
+			m = l;
+		if (r < e->nheap && e->heap[r]->due < e->heap[m]->due)
+			m = r;
+		if (m == i)
+			return;
+		heap_swap(e, i, m);
+		i = m;
+	}
+}
+
+static void
+heap_push(struct engine *e, struct engine_seq *s, int64_t due)
+{
+	s->due = due;
+	s->heap_idx = e->nheap;
+	e->heap[e->nheap++] = s;
+	heap_up(e, s->heap_idx);
+}
+
+static void
+heap_remove(struct engine *e, struct engine_seq *s)
+{
+	uint32_t i = s->heap_idx;
+
+	if (i == NO_INDEX)
+		return;
+	s->heap_idx = NO_INDEX;
+	if (i != --e->nheap) {
+		e->heap[i] = e->heap[e->nheap];
+		e->heap[i]->heap_idx = i;
+		heap_down(e, i);
+		heap_up(e, i);
+	}
 }
 
 /* ---- sequences ------------------------------------------------------- */
@@ -220,7 +317,8 @@ outcome_of(const struct engine *e, const struct engine_seq *s)
 {
 	enum engine_finish f = (enum engine_finish)atomic_load(&s->finish);
 
-	if (f == ENGINE_FINISH_LENGTH && s->cancel && !e->cfg.no_cancel)
+	if ((f == ENGINE_FINISH_LENGTH || f == ENGINE_FINISH_STOP) &&
+	    s->cancel && !e->cfg.no_cancel)
 		return ENGINE_FINISH_CANCELLED;
 	return f;
 }
@@ -267,14 +365,55 @@ seq_finalize(struct engine *e, struct engine_seq *s)
 static void
 slot_remove(struct engine *e, struct engine_seq *s)
 {
+	uint32_t i = s->slot_idx;
+
+	if (i == NO_INDEX)
+		return;
+	s->slot_idx = NO_INDEX;
+	e->slots[i] = e->slots[--e->nslots];
+	e->slots[i]->slot_idx = i;
+}
+
+/* Takes s out of the batch, leaving a hole that batch_compact closes:
+ * the others keep their order (the order listeners hear of them in, so
+ * writes go out in the same order each step). */
+static void
+batch_remove(struct engine *e, struct engine_seq *s)
+{
+	if (s->batch_idx == NO_INDEX)
+		return;
+	e->batch[s->batch_idx] = NULL;
+	s->batch_idx = NO_INDEX;
+	e->batch_holes++;
+}
+
+/* Closes the batch's holes in one pass. */
+static void
+batch_compact(struct engine *e)
+{
+	uint32_t i, n = 0;
+
+	if (e->batch_holes == 0)
+		return;
+	for (i = 0; i < e->nbatch; i++) {
+		if (e->batch[i] == NULL)
+			continue;
+		e->batch[i]->batch_idx = n;
+		e->batch[n++] = e->batch[i];
+	}
+	e->nbatch = n;
+	e->batch_holes = 0;
+}
+
+/* The same for the sequences waiting to join (few: no index kept). */
+static void
+joining_remove(struct engine *e, struct engine_seq *s)
+{
 	uint32_t i;
 
-	for (i = 0; i < e->nslots; i++) {
-		if (e->slots[i] == s) {
-			e->slots[i] = e->slots[--e->nslots];
-			return;
-		}
-	}
+	for (i = 0; i < e->njoining; i++)
+		if (e->joining[i] == s)
+			e->joining[i] = NULL;
 }
 
 static void
@@ -300,10 +439,23 @@ static void
 seq_finish(struct engine *e, struct engine_seq *s, enum engine_finish f,
     int64_t t)
 {
-	if (s->phase == SEQ_WAITING)
+	switch (s->phase) {
+	case SEQ_WAITING:
 		queue_remove(e, s);
-	else if (s->phase == SEQ_PREFILL || s->phase == SEQ_DECODE)
+		break;
+	case SEQ_JOINING:
+		joining_remove(e, s);
 		slot_remove(e, s);
+		break;
+	case SEQ_PREFILL:
+	case SEQ_DECODE:
+		heap_remove(e, s);
+		batch_remove(e, s);
+		slot_remove(e, s);
+		break;
+	case SEQ_DONE:
+		return;
+	}
 	s->phase = SEQ_DONE;
 	s->leave_ns = t;
 	atomic_store_explicit(&s->finish, f, memory_order_release);
@@ -381,29 +533,63 @@ seq_errors_now(const struct engine_seq *s)
 	return s->req.error_after >= 0 && k >= (uint32_t)s->req.error_after;
 }
 
+/*
+ * What ends a sequence before its next token at time t, or NONE: the
+ * client left (unless no_cancel), nothing to decode, an injected error.
+ * Ends it and returns the finish.
+ */
+static enum engine_finish
+seq_ends_before(struct engine *e, struct engine_seq *s, int64_t t)
+{
+	enum engine_finish f = ENGINE_FINISH_NONE;
+
+	if (s->cancel && !e->cfg.no_cancel)
+		f = ENGINE_FINISH_CANCELLED;
+	else if (s->cap == 0)
+		f = ENGINE_FINISH_LENGTH;
+	else if (seq_errors_now(s))
+		f = ENGINE_FINISH_ERROR;
+	if (f != ENGINE_FINISH_NONE)
+		seq_finish(e, s, f, t);
+	return f;
+}
+
 /* ---- scheduling ------------------------------------------------------ */
 
-/* Moves waiting requests into free slots; their prefill starts at now. */
+/* A decode step of `ms` at the current load, with the step's jitter. */
+static int64_t
+step_len(struct engine *e, double ms, int64_t jitter)
+{
+	if (e->be.physical)
+		return 0;       /* the step itself took the time */
+	return engine_scaled_ns(ms, engine_load_factor(&e->cfg, e->nslots),
+	    jitter);
+}
+
+/* Moves waiting requests into free slots; their prefill starts at now
+ * and ends at its modeled time (a physical backend's at once: its
+ * seq_start is the prefill). */
 static void
 admit(struct engine *e, int64_t now)
 {
 	while (e->qhead != NULL && e->nslots < e->cfg.max_num_seqs) {
 		struct engine_seq *s = e->qhead;
 		double factor;
+		int64_t end;
 
 		e->qhead = s->qnext;
 		if (e->qhead == NULL)
 			e->qtail = NULL;
 		s->qnext = NULL;
 		e->nwaiting--;
+		s->slot_idx = e->nslots;
 		e->slots[e->nslots++] = s;
 		factor = engine_load_factor(&e->cfg, e->nslots);
 		s->phase = SEQ_PREFILL;
-		s->admitted_ns = now;
-		/* A physical backend's prefill takes the time it takes. */
-		s->prefill_end_ns = e->be.physical ? now : now +
-		    engine_scaled_ns(s->req.prefill_ms, factor,
+		end = e->be.physical ? now : now + engine_scaled_ns(
+		    s->req.prefill_ms, factor,
 		    engine_jitter_ns(&e->jitter, e->cfg.jitter_prefill_ms));
+		heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
 		news(e, s);
 		if (e->hooks.on_admit != NULL)
@@ -412,253 +598,180 @@ admit(struct engine *e, int64_t now)
 	}
 }
 
-/* The time of the slots' next event, INT64_MAX if none. */
+/* The time of the next event, INT64_MAX if none. */
 static int64_t
 next_event(const struct engine *e)
 {
-	int64_t t = INT64_MAX;
-	uint32_t i;
+	int64_t t = e->grid_next;
 
-	for (i = 0; i < e->nslots; i++) {
-		const struct engine_seq *s = e->slots[i];
-		int64_t x = s->phase == SEQ_PREFILL ? s->prefill_end_ns :
-		    s->next_ns;
-
-		if (x < t)
-			t = x;
-	}
+	if (e->nheap > 0 && e->heap[0]->due < t)
+		t = e->heap[0]->due;
 	return t;
 }
 
-/* The batch's next step boundary at or after t, or t without a batch. */
-static int64_t
-join_boundary(const struct engine *e, const struct engine_seq *self,
-    int64_t t)
-{
-	int64_t b = INT64_MAX;
-	uint32_t i;
-
-	for (i = 0; i < e->nslots; i++) {
-		const struct engine_seq *s = e->slots[i];
-
-		if (s != self && s->phase == SEQ_DECODE && !s->own_cadence &&
-		    s->next_ns >= t && s->next_ns < b)
-			b = s->next_ns;
-	}
-	return b == INT64_MAX ? t : b;
-}
-
-static int64_t
-step_ns(const struct engine *e, const struct engine_seq *s, double factor,
-    int64_t jitter)
-{
-	if (e->be.physical)
-		return 0;       /* the step itself took the time */
-	return engine_scaled_ns(s->own_cadence ? s->req.tpot_ms :
-	    e->cfg.lat.tpot_ms, factor, jitter);
-}
-
 /*
- * Of the sequences whose prefill ends at t, keeps those that get a first
- * token; the others leave now (cancelled, nothing to decode, an error
- * injected at 0). Returns how many are kept, compacted at the front.
+ * One forward pass over seqs[0..n) at time t (starting the ones that
+ * were not: their seq_start is their prefill, and this pass gives their
+ * first token), and publishes each token. A physical backend computes
+ * here, so the lock is released meanwhile (only this thread changes the
+ * slots; relays only set flags) and *t becomes the time it ended. A
+ * sequence the backend cannot start, or a failed pass, ends with an
+ * error. Returns how many go on, compacted at the front of seqs.
  */
-static size_t
-prefill_filter(struct engine *e, struct engine_seq **batch, size_t n,
-    int64_t t)
+static uint32_t
+forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 {
-	size_t i;
+	uint32_t i, m = 0;
+	enum ts_err rc = TS_OK;
 
-	for (i = 0; i < n; i++) {
-		struct engine_seq *s = batch[i];
-
-		if (s->cancel && !e->cfg.no_cancel)
-			seq_finish(e, s, ENGINE_FINISH_CANCELLED, t);
-		else if (s->cap == 0)
-			seq_finish(e, s, ENGINE_FINISH_LENGTH, t);
-		else if (seq_errors_now(s))
-			seq_finish(e, s, ENGINE_FINISH_ERROR, t);
-		else
-			continue;
-		batch[i--] = batch[--n];
-	}
-	return n;
-}
-
-/*
- * Prefill: starts each sequence in the backend and runs the pass that
- * yields its first token into ids[]. A physical backend computes here, so
- * the engine's lock is released meanwhile (only this thread changes the
- * slots; relays only set flags). Sequences the backend refuses leave with
- * an error. Returns how many got a token, compacted at the front.
- */
-static size_t
-prefill_compute(struct engine *e, struct engine_seq **batch, void **bseqs,
-    uint32_t *ids, size_t n, int64_t t)
-{
-	enum ts_err *rc = xcalloc(n + 1u, sizeof(*rc));
-	size_t i, m = 0;
-
+	if (n == 0)
+		return 0;
 	if (e->be.physical)
 		pthread_mutex_unlock(&e->mu);
 	for (i = 0; i < n; i++) {
-		struct engine_seq *s = batch[i];
+		struct engine_seq *s = seqs[i];
 
-		rc[i] = e->be.seq_start(e->be.impl, s->req.model,
-		    s->req.prompt, s->req.prompt_len, s->req.start_index,
-		    &s->req.sampling, &s->bseq);
-		if (rc[i] == TS_OK)
-			bseqs[m++] = s->bseq;
+		e->step_rc[i] = TS_OK;
+		if (s->bseq == NULL)
+			e->step_rc[i] = e->be.seq_start(e->be.impl,
+			    s->req.model, s->req.prompt, s->req.prompt_len,
+			    s->req.start_index, &s->req.sampling, &s->bseq);
+		if (e->step_rc[i] == TS_OK)
+			e->step_bseqs[m++] = s->bseq;
 	}
-	for (i = 0; i < m; i++)
-		ids[i] = 0;
-	if (m > 0 && e->be.step(e->be.impl, bseqs, m, ids) != TS_OK)
-		for (i = 0; i < n; i++)
-			rc[i] = rc[i] == TS_OK ? TS_EINVAL : rc[i];
-	if (e->be.physical)
+	if (m > 0)
+		rc = e->be.step(e->be.impl, e->step_bseqs, m, e->step_ids);
+	if (e->be.physical) {
 		pthread_mutex_lock(&e->mu);
-	/* ids[] follows the started ones; keep batch[] in step with it */
-	for (i = 0, m = 0; i < n; i++) {
-		if (rc[i] == TS_OK) {
-			batch[m++] = batch[i];
-		} else {
-			if (batch[i]->bseq != NULL) {
-				e->be.seq_free(e->be.impl, batch[i]->bseq);
-				batch[i]->bseq = NULL;
-			}
-			seq_finish(e, batch[i], ENGINE_FINISH_ERROR, t);
-		}
+		*t = engine_now_ns();
 	}
-	free(rc);
+	e->steps++;
+	/* step_ids[] follows the started ones */
+	for (i = 0, m = 0; i < n; i++) {
+		struct engine_seq *s = seqs[i];
+		enum engine_finish f;
+
+		if (e->step_rc[i] != TS_OK || rc != TS_OK) {
+			if (e->step_rc[i] == TS_OK)
+				m++;
+			seq_finish(e, s, ENGINE_FINISH_ERROR, *t);
+			continue;
+		}
+		f = seq_publish(e, s, e->step_ids[m++]);
+		if (f != ENGINE_FINISH_NONE)
+			seq_finish(e, s, f, *t);
+	}
+	for (i = 0, m = 0; i < n; i++)
+		if (seqs[i]->phase != SEQ_DONE)
+			seqs[m++] = seqs[i];
 	return m;
 }
 
 /*
- * Runs everything scheduled at time t: prefills that end (each yields its
- * first token, then the sequence waits for the batch's next boundary),
- * then the decode step of every sequence whose boundary is t.
+ * The grid step that ends at t: the batch's next tokens and the first
+ * tokens of the sequences whose prefill has ended by t, in one pass.
+ * Those that join are appended to the batch, so the batch keeps its
+ * order. The grid idles when nobody is left on it.
  */
 static void
-run_events_at(struct engine *e, int64_t t)
+grid_step(struct engine *e, int64_t t)
 {
-	struct engine_seq **batch = xmalloc(sizeof(*batch) *
-	    (e->nslots + 1u));
-	uint32_t *ids = xmalloc(sizeof(*ids) * (e->nslots + 1u));
-	void **bseqs = xmalloc(sizeof(*bseqs) * (e->nslots + 1u));
-	double factor = engine_load_factor(&e->cfg, e->nslots);
 	int64_t jit = engine_jitter_ns(&e->jitter, e->cfg.jitter_tpot_ms);
-	enum ts_err rc;
-	size_t n, i;
-	uint32_t k;
+	int64_t first_join = INT64_MAX;
+	uint32_t i, n = 0, go, kept = 0;
 
-	/* Prefills that end at t: one forward pass yields first tokens. */
-	n = 0;
-	for (k = 0; k < e->nslots; k++) {
-		struct engine_seq *s = e->slots[k];
+	/* a cancelled sequence leaves at this boundary; the step's token
+	 * for it is dropped */
+	for (i = 0; i < e->nbatch; i++) {
+		struct engine_seq *s = e->batch[i];
 
-		if (s->phase == SEQ_PREFILL && s->prefill_end_ns == t)
-			batch[n++] = s;
+		if (s != NULL && seq_ends_before(e, s, t) ==
+		    ENGINE_FINISH_NONE)
+			e->step_seqs[n++] = s;
 	}
-	n = prefill_filter(e, batch, n, t);
-	n = prefill_compute(e, batch, bseqs, ids, n, t);
-	for (i = 0; i < n; i++) {
-		struct engine_seq *s = batch[i];
-		enum engine_finish f = seq_publish(e, s, ids[i]);
+	for (i = 0; i < e->njoining; i++) {
+		struct engine_seq *s = e->joining[i];
 
-		if (f != ENGINE_FINISH_NONE) {
-			seq_finish(e, s, f, t);
+		if (s == NULL)
 			continue;
+		if (s->due > t) {
+			/* an engine running late: not ended yet */
+			e->joining[kept++] = s;
+			if (s->due < first_join)
+				first_join = s->due;
+		} else if (seq_ends_before(e, s, t) == ENGINE_FINISH_NONE) {
+			e->joining[i] = NULL;
+			e->step_seqs[n++] = s;
 		}
+	}
+	e->njoining = kept;
+	batch_compact(e);
+	go = forward(e, e->step_seqs, n, &t);
+	batch_compact(e);
+	/* the sequences that joined and go on are decoding now */
+	for (i = 0; i < go; i++) {
+		struct engine_seq *s = e->step_seqs[i];
+
+		if (s->phase != SEQ_JOINING)
+			continue;
 		s->phase = SEQ_DECODE;
-		s->next_ns = s->own_cadence ? t : join_boundary(e, s, t);
-		s->joining = 1;
+		s->batch_idx = e->nbatch;
+		e->batch[e->nbatch++] = s;
 		if (e->hooks.on_decode != NULL)
 			e->hooks.on_decode(e->hooks.ctx, s->id);
 	}
-
-	/* The decode step that ends at t. */
-	n = 0;
-	for (k = 0; k < e->nslots; k++) {
-		struct engine_seq *s = e->slots[k];
-
-		if (s->phase == SEQ_DECODE && s->next_ns == t)
-			batch[n++] = s;
-	}
-	for (i = 0; i < n; i++) {
-		struct engine_seq *s = batch[i];
-
-		if (s->cancel && !e->cfg.no_cancel) {
-			/* Leaves at this boundary; the step's token for it
-			 * is dropped. */
-			seq_finish(e, s, ENGINE_FINISH_CANCELLED, t);
-		} else if (s->joining) {
-			/* Joins the batch: its first decode step starts. */
-			s->joining = 0;
-			s->next_ns = t + step_ns(e, s, factor, jit);
-		} else if (seq_errors_now(s)) {
-			seq_finish(e, s, ENGINE_FINISH_ERROR, t);
-		} else {
-			continue;
-		}
-		batch[i--] = batch[--n];
-	}
-	if (n > 0) {
-		e->steps++;
-		for (i = 0; i < n; i++)
-			bseqs[i] = batch[i]->bseq;
-		if (e->be.physical)
-			pthread_mutex_unlock(&e->mu);
-		rc = e->be.step(e->be.impl, bseqs, n, ids);
-		if (e->be.physical) {
-			pthread_mutex_lock(&e->mu);
-			t = engine_now_ns();  /* the step took real time */
-		}
-		if (rc != TS_OK) {
-			for (i = 0; i < n; i++)
-				seq_finish(e, batch[i], ENGINE_FINISH_ERROR,
-				    t);
-			n = 0;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		struct engine_seq *s = batch[i];
-		enum engine_finish f = seq_publish(e, s, ids[i]);
-
-		if (f != ENGINE_FINISH_NONE)
-			seq_finish(e, s, f, t);
-		else
-			s->next_ns = t + step_ns(e, s, factor, jit);
-	}
-	free(batch);
-	free(ids);
-	free(bseqs);
+	e->grid_next = e->nbatch > 0 ? t + step_len(e, e->cfg.lat.tpot_ms,
+	    jit) : first_join;
+	if (first_join < e->grid_next)
+		e->grid_next = first_join;
 }
 
-/* Cancellations that act at once (waiting, prefill) and write stalls. */
+/*
+ * The timer of s, due at t: its prefill ended (it joins the grid at the
+ * next boundary, or starts the grid if it is idle, or, with its own
+ * cadence, takes its first token now), or, with its own cadence, its next
+ * step.
+ */
+static void
+timer_fired(struct engine *e, struct engine_seq *s, int64_t t)
+{
+	struct engine_seq *one = s;
+	int64_t jit;
+
+	heap_remove(e, s);
+	s->due = t;
+	if (s->phase == SEQ_PREFILL && !s->own_cadence) {
+		if (seq_ends_before(e, s, t) != ENGINE_FINISH_NONE)
+			return;
+		s->phase = SEQ_JOINING;
+		e->joining[e->njoining++] = s;
+		if (e->grid_next == INT64_MAX)
+			e->grid_next = t;   /* an idle grid starts with it */
+		return;
+	}
+	/* its own cadence: a pass of its own */
+	if (seq_ends_before(e, s, t) != ENGINE_FINISH_NONE)
+		return;
+	jit = engine_jitter_ns(&e->jitter, e->cfg.jitter_tpot_ms);
+	if (forward(e, &one, 1, &t) == 0)
+		return;
+	if (s->phase == SEQ_PREFILL) {
+		s->phase = SEQ_DECODE;
+		if (e->hooks.on_decode != NULL)
+			e->hooks.on_decode(e->hooks.ctx, s->id);
+	}
+	/* absolute deadlines: a late pass does not shift later tokens */
+	heap_push(e, s, s->due + step_len(e, s->tpot_ms, jit) > t ?
+	    s->due + step_len(e, s->tpot_ms, jit) : t);
+}
+
+/* Cancellations that act at once: waiting, and in prefill. */
 static void
 handle_cancels(struct engine *e, int64_t now)
 {
 	struct engine_seq *s, *next;
 	uint32_t i;
 
-	if (e->cfg.write_stall_ms > 0) {
-		int64_t stall = (int64_t)ts_ms_to_ns(e->cfg.write_stall_ms);
-
-		for (s = e->held; s != NULL; s = s->lnext) {
-			int64_t ws = atomic_load(&s->write_since);
-
-			if (ws == 0 || now - ws < stall || s->stall_fired)
-				continue;
-			s->stall_fired = 1;
-			if (!s->cancel) {
-				s->cancel = 1;
-				s->cause = ENGINE_CAUSE_WRITE_STALL;
-				s->cancel_ns = now;
-			}
-			if (s->req.on_stall != NULL)
-				s->req.on_stall(s->req.user);
-		}
-	}
 	if (e->cfg.no_cancel)
 		return;
 	for (s = e->qhead; s != NULL; s = next) {
@@ -666,12 +779,13 @@ handle_cancels(struct engine *e, int64_t now)
 		if (s->cancel)
 			seq_finish(e, s, ENGINE_FINISH_CANCELLED, now);
 	}
-	for (i = 0; i < e->nslots; i++) {
+	for (i = 0; i < e->nslots;) {
 		s = e->slots[i];
-		if (s->cancel && s->phase == SEQ_PREFILL) {
+		if (s->cancel && (s->phase == SEQ_PREFILL ||
+		    s->phase == SEQ_JOINING))
 			seq_finish(e, s, ENGINE_FINISH_CANCELLED, now);
-			i--;    /* the slot array was compacted */
-		}
+		else
+			i++;
 	}
 }
 
@@ -683,40 +797,51 @@ shutdown_locked(struct engine *e, int64_t now)
 		seq_finish(e, e->qhead, ENGINE_FINISH_SHUTDOWN, now);
 	while (e->nslots > 0)
 		seq_finish(e, e->slots[0], ENGINE_FINISH_SHUTDOWN, now);
+	e->grid_next = INT64_MAX;
 	counts_changed(e);
 	wake_listeners(e);
 }
 
+/*
+ * One bounded pass at `now`: cancellations, admissions, then the events
+ * due, earliest first: timers (as many firings as were due when the pass
+ * began) and the grid step (once). Returns the time of the next event
+ * (<= now when more is already due).
+ */
 static int64_t
 advance_locked(struct engine *e, int64_t now)
 {
-	int64_t t;
+	uint32_t fired = 0, budget;
+	int grid_done = 0;
 
 	if (e->stopping) {
 		shutdown_locked(e, now);
 		return INT64_MAX;
 	}
-
 	handle_cancels(e, now);
+	admit(e, now);
+	/* each timer that exists now fires at most once (a cadence behind
+	 * its deadlines catches up over passes, not in one) */
+	budget = e->nheap;
 	for (;;) {
-		admit(e, now);
-		t = next_event(e);
-		if (t > now)
+		int64_t th = fired < budget && e->nheap > 0 ?
+		    e->heap[0]->due : INT64_MAX;
+		int64_t tg = grid_done ? INT64_MAX : e->grid_next;
+
+		if (th > now && tg > now)
 			break;
-		run_events_at(e, t);
-		if (e->be.physical) {
-			/* Real compute took time: look at the relays again
-			 * (cancellations, new requests) between steps. */
-			t = next_event(e);
-			break;
+		if (th <= tg) {
+			timer_fired(e, e->heap[0], th);
+			fired++;
+		} else {
+			grid_step(e, tg);
+			grid_done = 1;
 		}
 	}
+	admit(e, now);
 	counts_changed(e);
 	wake_listeners(e);
-	if (e->held != NULL && e->cfg.write_stall_ms > 0 &&
-	    t > now + ENGINE_TICK_NS)
-		t = now + ENGINE_TICK_NS;
-	return t;
+	return next_event(e);
 }
 
 int64_t
@@ -739,9 +864,14 @@ engine_main(void *arg)
 
 	pthread_mutex_lock(&e->mu);
 	while (!e->quit) {
-		int64_t next = advance_locked(e, engine_now_ns());
+		int64_t now = engine_now_ns();
+		int64_t next = advance_locked(e, now);
 
-		if (next == INT64_MAX) {
+		if (next <= now) {
+			/* more is due: let relays in between passes */
+			pthread_mutex_unlock(&e->mu);
+			pthread_mutex_lock(&e->mu);
+		} else if (next == INT64_MAX) {
 			pthread_cond_wait(&e->cv, &e->mu);
 		} else {
 			struct timespec ts;
@@ -761,11 +891,11 @@ engine_init(struct engine **out, const struct engine_config *cfg,
 {
 	struct engine *e;
 	pthread_condattr_t ca;
+	uint32_t n = cfg->max_num_seqs;
 
 	*out = NULL;
-	if (cfg->max_num_seqs < 1 || cfg->max_num_seqs > ENGINE_MAX_SEQS ||
-	    !(cfg->load_factor_max >= 1.0) || cfg->jitter_prefill_ms < 0 ||
-	    cfg->jitter_tpot_ms < 0 || cfg->write_stall_ms < 0 ||
+	if (n < 1 || n > ENGINE_MAX_SEQS || !(cfg->load_factor_max >= 1.0) ||
+	    cfg->jitter_prefill_ms < 0 || cfg->jitter_tpot_ms < 0 ||
 	    backend->nmodels < 1 || backend->lab_model >= backend->nmodels)
 		return TS_EINVAL;
 	e = xcalloc(1, sizeof(*e));
@@ -774,7 +904,15 @@ engine_init(struct engine **out, const struct engine_config *cfg,
 	if (hooks != NULL)
 		e->hooks = *hooks;
 	engine_jitter_seed(&e->jitter, cfg->seed);
-	e->slots = xcalloc(cfg->max_num_seqs, sizeof(*e->slots));
+	e->slots = xcalloc(n, sizeof(*e->slots));
+	e->heap = xcalloc(n, sizeof(*e->heap));
+	e->batch = xcalloc(n, sizeof(*e->batch));
+	e->joining = xcalloc(n, sizeof(*e->joining));
+	e->step_seqs = xcalloc(n, sizeof(*e->step_seqs));
+	e->step_bseqs = xcalloc(n, sizeof(*e->step_bseqs));
+	e->step_ids = xcalloc(n, sizeof(*e->step_ids));
+	e->step_rc = xcalloc(n, sizeof(*e->step_rc));
+	e->grid_next = INT64_MAX;
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -826,6 +964,13 @@ engine_destroy(struct engine *e)
 	pthread_cond_destroy(&e->cv);
 	pthread_mutex_destroy(&e->mu);
 	free(e->slots);
+	free(e->heap);
+	free(e->batch);
+	free(e->joining);
+	free(e->step_seqs);
+	free(e->step_bseqs);
+	free(e->step_ids);
+	free(e->step_rc);
 	free(e);
 }
 
@@ -860,6 +1005,7 @@ seq_new(const struct engine_request *r)
 		s->req.stop[k] = s->stop_copy[k];
 	}
 	s->req.nstop = nstop;
+	atomic_init(&s->list_flags, 0);
 	if (nstop > 0) {
 		s->stop = xmalloc(sizeof(*s->stop));
 		if (release_init(s->stop, s->req.stop, s->req.stop_len,
@@ -876,10 +1022,12 @@ seq_new(const struct engine_request *r)
 	    r->max_tokens - r->start_index : 0;
 	s->ids = xcalloc(s->cap + 1u, sizeof(*s->ids));
 	s->own_cadence = r->tpot_ms >= 0;
+	s->tpot_ms = r->tpot_ms < ENGINE_MIN_TPOT_MS ? ENGINE_MIN_TPOT_MS :
+	    r->tpot_ms;
 	s->phase = SEQ_WAITING;
+	s->slot_idx = s->heap_idx = s->batch_idx = NO_INDEX;
 	s->relay_held = 1;
 	s->engine_held = 1;
-	atomic_init(&s->list_flags, 0);
 	return s;
 }
 
@@ -899,20 +1047,19 @@ engine_submit(struct engine *e, const struct engine_request *r,
 		seq_free(e, s);
 		return TS_ETIMEDOUT;
 	}
-	/* Free slots take requests at once (the engine thread admits
-	 * them); beyond them, max_waiting may wait. */
-	if ((uint64_t)e->nslots + e->nwaiting >=
-	    (uint64_t)e->cfg.max_num_seqs + e->cfg.max_waiting) {
+	/* Every stream a relay still holds counts, a finished one whose
+	 * client is slow to take its last bytes included: beyond slots and
+	 * the waiting queue, 429. */
+	if ((uint64_t)e->nheld >= (uint64_t)e->cfg.max_num_seqs +
+	    e->cfg.max_waiting) {
 		pthread_mutex_unlock(&e->mu);
 		seq_free(e, s);
 		return TS_ELIMIT;
 	}
 	if (e->hooks.on_submit != NULL)
 		s->id = e->hooks.on_submit(e->hooks.ctx, &s->req);
-	s->lnext = e->held;
-	if (e->held != NULL)
-		e->held->lprev = s;
-	e->held = s;
+	s->req.hook_arg = NULL;
+	e->nheld++;
 	if (e->qtail != NULL)
 		e->qtail->qnext = s;
 	else
@@ -923,6 +1070,17 @@ engine_submit(struct engine *e, const struct engine_request *r,
 	pthread_mutex_unlock(&e->mu);
 	*out = s;
 	return TS_OK;
+}
+
+void
+engine_seq_listen(struct engine *e, struct engine_seq *s,
+    struct engine_listener *l)
+{
+	pthread_mutex_lock(&e->mu);
+	s->req.listener = l;
+	news(e, s);
+	wake_listeners(e);
+	pthread_mutex_unlock(&e->mu);
 }
 
 uint64_t
@@ -956,24 +1114,13 @@ engine_delivered(struct engine_seq *s, uint32_t delivered)
 }
 
 void
-engine_write_begin(struct engine_seq *s, int64_t now_ns)
-{
-	atomic_store(&s->write_since, now_ns > 0 ? now_ns : 1);
-}
-
-void
-engine_write_end(struct engine_seq *s)
-{
-	atomic_store(&s->write_since, 0);
-}
-
-void
-engine_cancel(struct engine *e, struct engine_seq *s, int64_t now_ns)
+engine_cancel(struct engine *e, struct engine_seq *s, int64_t now_ns,
+    enum engine_cause cause)
 {
 	pthread_mutex_lock(&e->mu);
 	if (!s->cancel) {
 		s->cancel = 1;
-		s->cause = ENGINE_CAUSE_CLIENT_GONE;
+		s->cause = cause;
 		s->cancel_ns = now_ns;
 		pthread_cond_signal(&e->cv);
 	}
@@ -986,13 +1133,9 @@ engine_release(struct engine *e, struct engine_seq *s)
 	if (s == NULL)
 		return;
 	pthread_mutex_lock(&e->mu);
-	if (s->lprev != NULL)
-		s->lprev->lnext = s->lnext;
-	else
-		e->held = s->lnext;
-	if (s->lnext != NULL)
-		s->lnext->lprev = s->lprev;
+	e->nheld--;
 	s->relay_held = 0;
+	atomic_fetch_or(&s->list_flags, SEQ_GONE);
 	if (!s->engine_held)
 		seq_finalize(e, s);
 	pthread_mutex_unlock(&e->mu);
@@ -1019,6 +1162,7 @@ engine_stats(struct engine *e, struct engine_stats *out)
 	pthread_mutex_lock(&e->mu);
 	out->running = e->nslots;
 	out->waiting = e->nwaiting;
+	out->held = e->nheld;
 	out->steps = e->steps;
 	out->generated = e->generated;
 	pthread_mutex_unlock(&e->mu);

@@ -7,15 +7,20 @@
  *
  * Model (docs/ARCHITECTURE.md "The engine"), after vLLM's scheduler and
  * llm-d-inference-sim's latency model (engine/latency.h):
- *   - max_num_seqs slots. A request waits in a FIFO queue (at most
- *     max_waiting; beyond that engine_submit refuses: HTTP 429) until a
- *     slot is free, then prefills.
- *   - Prefill takes prefill_ms x load factor (+ jitter) and yields the
- *     first token; it overlaps the running batch (as with chunked prefill)
- *     rather than stalling it. The sequence then joins the batch at its
- *     next step boundary.
+ *   - max_num_seqs slots. A request waits in a FIFO queue until a slot is
+ *     free, then prefills. Admission counts every stream a relay still
+ *     holds (waiting, in a slot, or finished with its last bytes not yet
+ *     taken by a slow client): beyond max_num_seqs + max_waiting of them
+ *     engine_submit refuses (HTTP 429).
+ *   - Prefill takes prefill_ms x load factor (+ jitter). It runs beside
+ *     the batch (an idealised chunked prefill: it does not lengthen the
+ *     steps); the sequence joins the batch at the first step boundary at
+ *     or after its prefill's end, and that step yields its first token.
+ *     When no sequence is decoding, the first prefill to end starts the
+ *     step grid at that moment.
  *   - Each decode step produces one token for every sequence in the batch
- *     and takes tpot_ms x load factor (+ jitter).
+ *     and takes tpot_ms x load factor (+ jitter), so from the first token
+ *     on every token of a sequence is one step after the one before.
  *   - A sequence leaves when it finishes (max_tokens, an EOS token, a stop
  *     string, an injected error) or is cancelled; a cancelled decoding
  *     sequence leaves at its next step boundary (the token of the step in
@@ -23,9 +28,13 @@
  *     once.
  *   - Times are absolute deadlines on CLOCK_MONOTONIC: a late wake-up
  *     does not shift later tokens.
- * A request with its own tpot_ms (the lab's knob) decodes at its own
- * cadence, as if it ran on a model of that speed; requests at the server's
- * TPOT share the batch's step boundaries.
+ * A request with its own tpot_ms (the lab's knob; at least
+ * ENGINE_MIN_TPOT_MS) decodes at its own cadence from its prefill's end,
+ * as if it ran on a model of that speed; requests at the server's TPOT
+ * share the batch's step boundaries. One pass of the engine runs at most
+ * one grid step and each timer once, in O(slots) with no allocation, so no
+ * request holds another's step, or its cancellation, back by more than a
+ * step.
  *
  * What the engine publishes per sequence is token ids, in order, and how
  * it ended; the text of those ids (stop strings cut, incomplete UTF-8
@@ -46,7 +55,9 @@
 
 #define ENGINE_DEFAULT_MAX_NUM_SEQS 64
 #define ENGINE_DEFAULT_MAX_WAITING 64
-#define ENGINE_DEFAULT_WRITE_STALL_MS 30000.0
+/* The smallest per-request tpot_ms: 1 ms, 1,000 tokens/s (a tpot_ms of
+ * 0 is taken as 1). */
+#define ENGINE_MIN_TPOT_MS 1.0
 #define ENGINE_MAX_SEQS 4096
 
 /* Engine settings; engine_config_defaults() fills the documented ones. */
@@ -58,8 +69,6 @@ struct engine_config {
 	double jitter_prefill_ms;  /* standard deviation, 0 = none */
 	double jitter_tpot_ms;     /* standard deviation, 0 = none */
 	uint64_t seed;             /* jitter PRNG seed */
-	double write_stall_ms;     /* a write blocked this long cancels the
-				    * sequence; 0 = never */
 	int no_cancel;             /* demo of the failure mode: keep
 				    * generating for clients that left */
 };
@@ -140,9 +149,6 @@ struct engine_request {
 	const void *hook_arg;     /* for the on_submit hook only (the
 				   * server's record of the request); opaque
 				   * to the engine, not kept */
-	/* Called (engine thread, lock held) when a write has been blocked
-	 * write_stall_ms: must make the blocked write fail. May be NULL. */
-	void (*on_stall)(void *user);
 };
 
 /*
@@ -228,6 +234,14 @@ int engine_paces(const struct engine *e);
 enum ts_err engine_submit(struct engine *e, const struct engine_request *r,
     struct engine_seq **out);
 
+/*
+ * Names the listener that hears of s's news from now on: the driver that
+ * relays it, once it takes the stream over. s is pushed onto it at once,
+ * so what happened before is not missed.
+ */
+void engine_seq_listen(struct engine *e, struct engine_seq *s,
+    struct engine_listener *l);
+
 /* The sequence's id: what the on_submit hook returned. */
 uint64_t engine_seq_id(const struct engine_seq *s);
 
@@ -237,21 +251,18 @@ void *engine_seq_user(const struct engine_seq *s);
 /* The sequence's progress, read without blocking the engine. */
 void engine_seq_view(struct engine_seq *s, struct engine_view *v);
 
-/*
- * The relay reports each token it delivered (written and flushed), and
- * brackets each write with engine_write_begin/end so the engine can tell
- * a stalled reader (docs/ARCHITECTURE.md "Write stalls").
- */
+/* The relay reports how many tokens it delivered (written): the rest of
+ * what was produced is "wasted" in the on_finish hook. */
 void engine_delivered(struct engine_seq *s, uint32_t delivered);
-void engine_write_begin(struct engine_seq *s, int64_t now_ns);
-void engine_write_end(struct engine_seq *s);
 
 /*
- * The client is gone (a failed write or a hang-up seen at `now_ns`): the
- * sequence leaves the queue at once, or the batch at its next step
- * boundary, unless the engine runs with no_cancel.
+ * The client is gone, seen at `now_ns` for `cause` (a failed write or a
+ * hang-up, or a write stalled too long): the sequence leaves the queue at
+ * once, or the batch at its next step boundary, unless the engine runs
+ * with no_cancel. The first cause stays.
  */
-void engine_cancel(struct engine *e, struct engine_seq *s, int64_t now_ns);
+void engine_cancel(struct engine *e, struct engine_seq *s, int64_t now_ns,
+    enum engine_cause cause);
 
 /*
  * The relay is done with the sequence. on_finish is called by whichever
@@ -266,7 +277,8 @@ void engine_shutdown(struct engine *e);
 struct engine_stats {
 	uint32_t running;          /* in slots: prefill or decode */
 	uint32_t waiting;
-	uint64_t steps;            /* decode steps run */
+	uint32_t held;             /* held by relays: what 429 counts */
+	uint64_t steps;            /* forward passes run */
 	uint64_t generated;        /* tokens produced */
 };
 void engine_stats(struct engine *e, struct engine_stats *out);

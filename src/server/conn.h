@@ -5,6 +5,12 @@
  * first). Handlers see only this, never libfcgi, so they run the same
  * over a FastCGI request (server/fcgi.c, the one file that includes
  * fcgiapp.h) and over a fake connection in the unit tests.
+ *
+ * A handler runs on an accept thread and answers there (an error, a JSON
+ * object); a stream it hands to the server's driver (server.h `stream`),
+ * which writes the rest from an I/O thread (server/io.c), only as much as
+ * the socket takes without blocking (room): a client that stops reading
+ * costs the engine's record of its unsent tokens, never a thread.
  */
 #ifndef TS_SERVER_CONN_H
 #define TS_SERVER_CONN_H
@@ -26,22 +32,34 @@ struct conn_ops {
 	enum ts_err (*read)(struct conn *c, char *buf, size_t cap,
 	    size_t *got);
 	/* Writes all of (p, len) and flushes. TS_OK, or TS_EHUP: the client
-	 * is gone, and every later write fails too. */
+	 * is gone, and every later write fails too. Blocks while the socket
+	 * is full: the I/O threads write no more than room() said. */
 	enum ts_err (*write)(struct conn *c, const char *p, size_t len);
-	/* Blocks until the listener has news, the client hangs up or
-	 * deadline_ns (CLOCK_MONOTONIC, the server's clock) passes. TS_OK
-	 * (news or time) or TS_EHUP. */
+	/* For the blocking driver (relay_run): blocks until the listener
+	 * has news, the client hangs up or deadline_ns (CLOCK_MONOTONIC,
+	 * the server's clock) passes. TS_OK (news or time) or TS_EHUP. */
 	enum ts_err (*wait)(struct conn *c, int64_t deadline_ns);
-	/* Who hears of this connection's sequences (engine.h). */
+	/* ... and the listener it waits on (engine.h). */
 	struct engine_listener *(*listener)(struct conn *c);
-	/* Makes a write blocked in another thread fail (a write stall). */
-	void (*abort)(struct conn *c);
+	/* For the I/O threads: the socket to poll for hang-up and for
+	 * room, -1 if none. */
+	int (*fd)(struct conn *c);
+	/* How many bytes write() takes now without blocking (0 when the
+	 * peer is not reading). */
+	size_t (*room)(struct conn *c);
+	/* Ends the request (FastCGI 1.0 FCGI_END_REQUEST) and closes the
+	 * connection without blocking; frees c. */
+	void (*finish)(struct conn *c);
 };
 
-/* A connection: its operations, and what the handler learnt of it. */
+/* A connection: its operations, and what the server learnt of it. */
 struct conn {
 	const struct conn_ops *ops;
 	int hup;                 /* a write or a wait said: client gone */
+	int shard;               /* the I/O thread to relay it on */
+	void *io;                /* that thread's record of it (io.c) */
+	int handed_off;          /* a driver took it over: the accept
+				  * thread must not finish it */
 };
 
 /* The parameter, or "" when absent. */

@@ -1,13 +1,32 @@
 /*
- * server/fcgi.c - the request threads and struct conn over libfcgi
+ * server/fcgi.c - the accept threads and struct conn over libfcgi
  * (fcgi.h). The only file that includes fcgiapp.h.
  *
+ * An accept thread takes a request with FCGX_Accept_r (libfcgi reads its
+ * FastCGI records: FCGI_BEGIN_REQUEST, the params, the body as FCGI_STDIN)
+ * and runs its handler (routes.h). A stream is handed to an I/O thread
+ * (server/io.h), which writes the rest through the same FCGX_Request:
+ * libfcgi still encodes every FCGI_STDOUT record, but the I/O thread
+ * writes no more than room() says the socket takes, so a blocking write
+ * never blocks.
+ *
  * Facts it relies on (docs/ARCHITECTURE.md "libfcgi and lighttpd",
- * measured on lighttpd 1.4.69 and libfcgi 2.4.2): lighttpd never sends
- * FCGI_ABORT_REQUEST, it closes the backend connection when its client is
- * gone, which shows as POLLRDHUP on the socket; after the first failed
- * flush libfcgi keeps reporting success, so FCGX_GetError is checked
- * after every flush; FCGX_Init makes SIGPIPE a no-op and SIGTERM a flag.
+ * measured on lighttpd 1.4.69 and libfcgi 2.4.2):
+ *   - lighttpd never sends FCGI_ABORT_REQUEST; it closes the backend
+ *     connection when its client is gone, which shows as EPOLLRDHUP.
+ *   - After the first failed flush libfcgi keeps reporting success, so
+ *     FCGX_GetError is checked after every flush.
+ *   - libfcgi writes with a loop of blocking write(2)s and takes EAGAIN
+ *     as an error, so its streams cannot be made non-blocking; instead a
+ *     write is sized to the socket's free space (SIOCOUTQ against
+ *     SO_SNDBUF), which a Linux stream socket accepts without blocking.
+ *   - FCGX_Finish_r closes with shutdown(2) and then reads until EOF for
+ *     up to 2 s (libfcgi's OS_Close), which would stall an I/O thread; a
+ *     request is detached first (FCGX_Detach), which closes at once, and
+ *     what lighttpd sent that was never read (the empty FCGI_STDIN that
+ *     ends a GET) is drained first, so the close is a clean EOF.
+ *   - FCGX_Init makes SIGPIPE a no-op and SIGTERM a flag: SIGPIPE is set
+ *     to SIG_IGN again here, SIGTERM is taken by main's sigwait.
  */
 #define _GNU_SOURCE
 #include "server/fcgi.h"
@@ -15,48 +34,44 @@
 #include <errno.h>
 #include <fcgiapp.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <time.h>
+#include <linux/sockios.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
 #include "server/conn.h"
+#include "server/io.h"
 #include "server/routes.h"
 #include "server/server.h"
 
 #define THREAD_STACK_BYTES (256u * 1024u)
 
-/* One request thread: its FastCGI request, its connection and the
- * listener its sequences report to. */
-struct worker {
-	pthread_t thread;
-	struct server *srv;
+/* One FastCGI request and the connection the handlers see. */
+struct fcgi_conn {
+	struct conn conn;            /* first: fcgi_of casts back */
 	FCGX_Request req;
-	struct conn conn;            /* first: conn_of casts back */
-	struct engine_listener listener;
-	int evfd;                    /* eventfd: the engine says "news" */
+	size_t sndbuf;               /* SO_SNDBUF of the socket */
 };
 
 static int listen_fd;
-static atomic_int active_requests;
+static atomic_int accepting;     /* requests on accept threads now */
 
-static struct worker *
-worker_of(struct conn *c)
+static struct fcgi_conn *
+fcgi_of(struct conn *c)
 {
-	return (struct worker *)((char *)c - offsetof(struct worker, conn));
+	return (struct fcgi_conn *)c;
 }
 
 static const char *
 fcgi_param(struct conn *c, const char *name)
 {
-	return FCGX_GetParam(name, worker_of(c)->req.envp);
+	return FCGX_GetParam(name, fcgi_of(c)->req.envp);
 }
 
 /* The body spans as many FCGI_STDIN records as it needs (case C05). */
@@ -64,20 +79,21 @@ static enum ts_err
 fcgi_read(struct conn *c, char *buf, size_t cap, size_t *got)
 {
 	int n = FCGX_GetStr(buf, cap > INT_MAX ? INT_MAX : (int)cap,
-	    worker_of(c)->req.in);
+	    fcgi_of(c)->req.in);
 
 	*got = n > 0 ? (size_t)n : 0;
 	return n < 0 ? TS_EHUP : TS_OK;
 }
 
 /*
- * Writes (p, len) and flushes. libfcgi keeps returning success after the
- * first failure, so the stream's error is read after every flush.
+ * Writes (p, len) as FCGI_STDOUT records and flushes. libfcgi keeps
+ * returning success after the first failure, so the stream's error is
+ * read after every flush.
  */
 static enum ts_err
 fcgi_write(struct conn *c, const char *p, size_t len)
 {
-	FCGX_Stream *out = worker_of(c)->req.out;
+	FCGX_Stream *out = fcgi_of(c)->req.out;
 
 	if (len > INT_MAX || FCGX_PutStr(p, (int)len, out) != (int)len ||
 	    FCGX_FFlush(out) != 0 || FCGX_GetError(out) != 0)
@@ -85,104 +101,77 @@ fcgi_write(struct conn *c, const char *p, size_t len)
 	return TS_OK;
 }
 
+static int
+fcgi_fd(struct conn *c)
+{
+	return fcgi_of(c)->req.ipcFd;
+}
+
 /*
- * Waits until the listener's eventfd says "news", the FastCGI connection
- * hangs up, or deadline_ns passes. Only hang-up is polled for on that
- * socket, so a pending FastCGI record (the empty FCGI_STDIN that ends a
- * GET) does not wake the loop.
+ * The bytes a write takes now without blocking, in the units the kernel
+ * charges. A Linux stream socket blocks a writer only once what it holds
+ * unsent reaches SO_SNDBUF: SIOCOUTQ gives that (for a unix socket the
+ * buffers' true size, for TCP the bytes), and half of SO_SNDBUF is the
+ * budget, so a misjudged write still finds the other half free.
  */
-static enum ts_err
-fcgi_wait(struct conn *c, int64_t deadline_ns)
+static size_t
+fcgi_room(struct conn *c)
 {
-	struct worker *w = worker_of(c);
-	int64_t left = deadline_ns - w->srv->now();
-	struct timespec ts;
-	struct pollfd pfd[2];
-	uint64_t junk;
-	int n;
+	struct fcgi_conn *fc = fcgi_of(c);
+	int queued = 0;
 
-	if (left < 0)
-		left = 0;
-	ts.tv_sec = left / 1000000000;
-	ts.tv_nsec = left % 1000000000;
-	pfd[0].fd = w->req.ipcFd;
-	pfd[0].events = POLLRDHUP;
-	pfd[0].revents = 0;
-	pfd[1].fd = w->evfd;
-	pfd[1].events = POLLIN;
-	pfd[1].revents = 0;
-	n = ppoll(pfd, 2, &ts, NULL);
-	if (n < 0 && errno != EINTR)
-		nanosleep(&ts, NULL);   /* cannot watch: just wait */
-	if (n > 0 && (pfd[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
-		return TS_EHUP;
-	if (n > 0 && (pfd[1].revents & POLLIN)) {
-		if (read(w->evfd, &junk, sizeof(junk)) < 0 && errno != EAGAIN)
-			nanosleep(&ts, NULL);
-		/* the news itself is in the sequence: take it off the list */
-		(void)engine_listener_take(&w->listener);
-	}
-	return TS_OK;
+	if (ioctl(fc->req.ipcFd, SIOCOUTQ, &queued) != 0 || queued < 0)
+		return 0;
+	if ((size_t)queued >= fc->sndbuf / 2)
+		return 0;
+	return fc->sndbuf / 2 - (size_t)queued;
 }
 
-static struct engine_listener *
-fcgi_listener(struct conn *c)
-{
-	return &worker_of(c)->listener;
-}
-
-/* A write stall: shutting the socket down makes the blocked write fail. */
+/* Ends the request without blocking: see the opening comment. */
 static void
-fcgi_abort(struct conn *c)
+fcgi_finish(struct conn *c)
 {
-	shutdown(worker_of(c)->req.ipcFd, SHUT_RDWR);
+	struct fcgi_conn *fc = fcgi_of(c);
+	char junk[4096];
+
+	while (recv(fc->req.ipcFd, junk, sizeof(junk), MSG_DONTWAIT) > 0)
+		;
+	FCGX_Detach(&fc->req);
+	FCGX_Finish_r(&fc->req);
+	free(fc);
 }
 
 static const struct conn_ops fcgi_conn_ops = {
-	fcgi_param, fcgi_read, fcgi_write, fcgi_wait, fcgi_listener,
-	fcgi_abort
+	fcgi_param, fcgi_read, fcgi_write, NULL, NULL, fcgi_fd, fcgi_room,
+	fcgi_finish
 };
 
-/* The engine's wake-up: one eventfd write. */
-static void
-fcgi_wake(struct engine_listener *l)
-{
-	struct worker *w = l->ctx;
-	uint64_t one = 1;
-
-	if (write(w->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
-		/* Nothing to do: the relay also wakes on its own timer. */
-	}
-}
-
 static void *
-worker_main(void *arg)
+accept_main(void *arg)
 {
-	struct worker *w = arg;
-	uint64_t junk;
+	struct server *srv = arg;
 
-	if (FCGX_InitRequest(&w->req, listen_fd, 0) != 0)
-		return NULL;
-	w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (w->evfd < 0) {
-		fprintf(stderr, "tokstream-fcgi: eventfd: %s\n",
-		    strerror(errno));
-		return NULL;
-	}
-	engine_listener_init(&w->listener, fcgi_wake, w);
-	while (!atomic_load(&w->srv->stopping)) {
-		if (FCGX_Accept_r(&w->req) < 0)
+	while (!atomic_load(&srv->stopping)) {
+		struct fcgi_conn *fc = xcalloc(1, sizeof(*fc));
+		int sndbuf = 0;
+		socklen_t len = sizeof(sndbuf);
+
+		if (FCGX_InitRequest(&fc->req, listen_fd, 0) != 0 ||
+		    FCGX_Accept_r(&fc->req) < 0) {
+			free(fc);
 			break;
-		atomic_fetch_add(&active_requests, 1);
-		if (read(w->evfd, &junk, sizeof(junk)) < 0 &&
-		    errno != EAGAIN)
-			break;
-		(void)engine_listener_take(&w->listener);
-		w->conn.ops = &fcgi_conn_ops;
-		w->conn.hup = 0;
-		route(w->srv, &w->conn, w->srv->now());
-		FCGX_Finish_r(&w->req);
-		atomic_fetch_sub(&active_requests, 1);
+		}
+		atomic_fetch_add(&accepting, 1);
+		if (getsockopt(fc->req.ipcFd, SOL_SOCKET, SO_SNDBUF, &sndbuf,
+		    &len) != 0 || sndbuf <= 0)
+			sndbuf = 65536;
+		fc->sndbuf = (size_t)sndbuf;
+		fc->conn.ops = &fcgi_conn_ops;
+		io_assign(srv->io, &fc->conn);
+		route(srv, &fc->conn, srv->now());
+		if (!fc->conn.handed_off)
+			fcgi_finish(&fc->conn);
+		atomic_fetch_sub(&accepting, 1);
 	}
 	return NULL;
 }
@@ -190,8 +179,8 @@ worker_main(void *arg)
 enum ts_err
 fcgi_listen(const char *socket_path, int backlog, char *err, size_t errlen)
 {
-	int accepting = 0;
-	socklen_t optlen = sizeof(accepting);
+	int accepting_fd = 0;
+	socklen_t optlen = sizeof(accepting_fd);
 
 	if (FCGX_Init() != 0) {
 		snprintf(err, errlen, "FCGX_Init failed");
@@ -204,8 +193,8 @@ fcgi_listen(const char *socket_path, int backlog, char *err, size_t errlen)
 			    socket_path);
 			return TS_ESYS;
 		}
-	} else if (getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &accepting,
-	    &optlen) != 0 || !accepting) {
+	} else if (getsockopt(0, SOL_SOCKET, SO_ACCEPTCONN, &accepting_fd,
+	    &optlen) != 0 || !accepting_fd) {
 		snprintf(err, errlen, "fd 0 is not a listening socket; start "
 		    "it with spawn-fcgi (see scripts/tokstream-ctl) or pass "
 		    "--socket PATH");
@@ -222,26 +211,23 @@ fcgi_listen(const char *socket_path, int backlog, char *err, size_t errlen)
 int
 fcgi_start(struct server *srv, int threads)
 {
-	struct worker *workers = xcalloc((size_t)threads, sizeof(*workers));
 	pthread_attr_t attr;
+	pthread_t th;
 	int i, started = 0;
 
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, THREAD_STACK_BYTES);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	for (i = 0; i < threads; i++) {
-		workers[i].srv = srv;
-		if (pthread_create(&workers[i].thread, &attr, worker_main,
-		    &workers[i]) == 0)
+	for (i = 0; i < threads; i++)
+		if (pthread_create(&th, &attr, accept_main, srv) == 0)
 			started++;
-	}
 	pthread_attr_destroy(&attr);
-	/* The workers live until the process exits (_exit, main.c). */
+	/* The threads live until the process exits (_exit, main.c). */
 	return started;
 }
 
 int
 fcgi_active(void)
 {
-	return atomic_load(&active_requests);
+	return atomic_load(&accepting);
 }

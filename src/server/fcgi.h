@@ -21,12 +21,12 @@ struct server;
 enum ts_err fcgi_listen(const char *socket_path, int backlog, char *err,
     size_t errlen);
 
-/* Starts `threads` request threads, each accepting and answering one
- * request at a time (route), its streams relayed on the same thread.
- * Returns how many started. */
+/* Starts `threads` accept threads, each taking one request at a time and
+ * running its handler (route); a stream goes on to srv->io. Returns how
+ * many started. */
 int fcgi_start(struct server *srv, int threads);
 
-/* Requests being answered right now (for the shutdown's grace time). */
+/* Requests on accept threads right now (for the shutdown's grace time). */
 int fcgi_active(void);
 
 #endif /* TS_SERVER_FCGI_H */

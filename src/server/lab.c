@@ -279,7 +279,8 @@ lab_stream(struct server *srv, struct reply *rp)
 	    "X-Accel-Buffering: no\r\n") != TS_OK ||
 	    sse_encode_retry(&b, srv->opt->retry_ms) != TS_OK ||
 	    conn_write(c, b.p, b.len) != TS_OK) {
-		engine_cancel(srv->engine, s, srv->now());
+		engine_cancel(srv->engine, s, srv->now(),
+		    ENGINE_CAUSE_CLIENT_GONE);
 		engine_release(srv->engine, s);
 		goto fail;
 	}

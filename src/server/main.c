@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "config.h"
 #include "engine/engine.h"
 #include "server/fcgi.h"
+#include "server/io.h"
 #include "server/metrics.h"
 #include "server/options.h"
 #include "server/record.h"
@@ -27,6 +29,10 @@
 #include "server/state.h"
 
 #define SHUTDOWN_GRACE_MS 5000
+/* Accept threads: a request's handler is quick (parse, queue, the head),
+ * so a few keep /health and every new request answered however many
+ * streams run. */
+#define ACCEPT_THREADS 4
 
 static struct options opt;
 static struct server srv;
@@ -78,6 +84,27 @@ open_counters(void)
 	return 0;
 }
 
+/*
+ * Every stream holds a descriptor (its FastCGI connection): the soft
+ * limit goes up to what max-num-seqs + max-waiting streams need, as far
+ * as the hard limit allows, and a shortfall is said once.
+ */
+static void
+raise_fd_limit(uint32_t streams)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)streams + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= want)
+		return;
+	fprintf(stderr, "tokstream-fcgi: warning: %llu descriptors for %u "
+	    "streams: raise the hard limit (ulimit -Hn)\n",
+	    (unsigned long long)rl.rlim_cur, streams);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -108,7 +135,7 @@ main(int argc, char **argv)
 	srv.opt = &opt;
 	srv.started_at = time(NULL);
 	srv.now = engine_now_ns;
-	srv.stream = relay_run;
+	srv.stream = io_stream;
 	options_backend_args(&opt, &ba);
 	if (backends_find(opt.backend)->open(&backend, &ba, errbuf,
 	    sizeof(errbuf)) != TS_OK) {
@@ -125,14 +152,14 @@ main(int argc, char **argv)
 		return 1;
 	}
 	srv.backend = engine_backend(srv.engine);
-	if ((uint32_t)opt.threads < opt.engine.max_num_seqs +
-	    opt.engine.max_waiting + 4)
-		fprintf(stderr, "tokstream-fcgi: warning: %d threads for %u "
-		    "slots + %u waiting: requests beyond the threads wait "
-		    "unseen in the listen queue instead of getting 429; raise "
-		    "--threads\n", opt.threads, opt.engine.max_num_seqs,
-		    opt.engine.max_waiting);
-	started = fcgi_start(&srv, opt.threads);
+	raise_fd_limit(opt.engine.max_num_seqs + opt.engine.max_waiting);
+	if (io_start(&srv.io, &srv, opt.io_threads, opt.write_stall_ms) !=
+	    TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: cannot start the I/O "
+		    "threads: %s\n", strerror(errno));
+		return 1;
+	}
+	started = fcgi_start(&srv, ACCEPT_THREADS);
 	if (started == 0) {
 		fprintf(stderr, "tokstream-fcgi: cannot start threads\n");
 		return 1;
@@ -141,10 +168,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "tokstream-fcgi: backend %s: compute is real, "
 		    "the latency model (TPOT, prefill) is off\n",
 		    srv.backend->name);
-	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d threads, state %s/%s,"
-	    " TPOT %.1f ms, prefill %.1f ms + %.3f ms/token, %u slots, "
-	    "%u waiting%s\n",
-	    PACKAGE_VERSION, (long)getpid(), started, opt.state_dir,
+	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d accept + %d I/O "
+	    "threads, state %s/%s, TPOT %.1f ms, prefill %.1f ms + %.3f "
+	    "ms/token, %u slots, %u waiting%s\n",
+	    PACKAGE_VERSION, (long)getpid(), started, io_threads(srv.io),
+	    opt.state_dir,
 	    STATE_FILE_NAME, opt.engine.lat.tpot_ms,
 	    opt.engine.lat.prefill_base_ms, opt.engine.lat.prefill_per_token_ms,
 	    opt.engine.max_num_seqs, opt.engine.max_waiting,
@@ -157,7 +185,8 @@ main(int argc, char **argv)
 	engine_shutdown(srv.engine);
 	/* Streams in flight end with an error event and [DONE] at the
 	 * engine's next pass; give them a grace time. */
-	for (i = 0; i < SHUTDOWN_GRACE_MS / 10 && fcgi_active() > 0; i++) {
+	for (i = 0; i < SHUTDOWN_GRACE_MS / 10 &&
+	    fcgi_active() + io_active(srv.io) > 0; i++) {
 		struct timespec ts = { 0, 10000000 };
 
 		nanosleep(&ts, NULL);

@@ -15,6 +15,7 @@
 #include "backends.h"
 #include "config.h"
 #include "server/http.h"
+#include "server/io.h"
 
 void
 options_usage(FILE *f)
@@ -24,11 +25,12 @@ options_usage(FILE *f)
 "FastCGI responder for tokstream; normally started by spawn-fcgi (it\n"
 "accepts on fd 0) or with --socket.\n"
 "\n"
-"  -t, --threads N              request threads (default %d); each open\n"
-"                               stream holds one; keep it above\n"
-"                               max-num-seqs + max-waiting\n"
 "      --max-num-seqs N         slots: sequences decoded together (default %d)\n"
-"      --max-waiting N          waiting queue cap; beyond it 429 (default %d)\n"
+"      --max-waiting N          streams that may wait for a slot; beyond\n"
+"                               max-num-seqs + max-waiting streams held,\n"
+"                               429 (default %d)\n"
+"      --io-threads N           threads that write the streams, 0 = one per\n"
+"                               CPU (default 0; rarely worth changing)\n"
 "      --load-factor F          step and prefill time factor at max-num-seqs,\n"
 "                               linear from 1 at one sequence (default %.1f)\n"
 "      --jitter-prefill-ms MS   prefill time standard deviation (default 0)\n"
@@ -61,11 +63,15 @@ options_usage(FILE *f)
 "                               reconnection delay (default %d)\n"
 "      --cors-origin ORIGIN     Access-Control-Allow-Origin of /stream,\n"
 "                               /generate, /health (default *; \"\" = none)\n"
+"  -t, --threads N              deprecated and ignored: streams no longer\n"
+"                               hold a thread each (--max-num-seqs sizes\n"
+"                               the server)\n"
 "  -h, --help                   this text\n"
 "  -V, --version                version\n",
-	    OPTIONS_DEFAULT_THREADS, ENGINE_DEFAULT_MAX_NUM_SEQS,
+	    ENGINE_DEFAULT_MAX_NUM_SEQS,
 	    ENGINE_DEFAULT_MAX_WAITING, ENGINE_DEFAULT_LOAD_FACTOR,
-	    ENGINE_DEFAULT_WRITE_STALL_MS, OPTIONS_DEFAULT_STATE_DIR, ENGINE_DEFAULT_PREFILL_BASE_MS,
+	    OPTIONS_DEFAULT_WRITE_STALL_MS, OPTIONS_DEFAULT_STATE_DIR,
+	    ENGINE_DEFAULT_PREFILL_BASE_MS,
 	    ENGINE_DEFAULT_PREFILL_PER_TOKEN_MS, ENGINE_DEFAULT_TPOT_MS,
 	    OPTIONS_DEFAULT_KEEPALIVE_MS, OPTIONS_DEFAULT_RETRY_MS);
 }
@@ -118,9 +124,10 @@ options_parse(struct options *o, int argc, char **argv)
 {
 	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS, O_SEQS,
 	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
-	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED };
+	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
+		{ "io-threads", required_argument, NULL, O_IOTHREADS },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "socket", required_argument, NULL, 's' },
 		{ "backlog", required_argument, NULL, 'b' },
@@ -151,7 +158,8 @@ options_parse(struct options *o, int argc, char **argv)
 	};
 	int ch;
 
-	o->threads = OPTIONS_DEFAULT_THREADS;
+	o->io_threads = 0;
+	o->write_stall_ms = OPTIONS_DEFAULT_WRITE_STALL_MS;
 	o->state_dir = OPTIONS_DEFAULT_STATE_DIR;
 	o->socket_path = NULL;
 	o->backlog = 1024;
@@ -164,8 +172,15 @@ options_parse(struct options *o, int argc, char **argv)
 	    -1) {
 		switch (ch) {
 		case 't':
-			o->threads = parse_int("threads", optarg, 1,
-			    OPTIONS_MAX_THREADS);
+			(void)parse_int("threads", optarg, 1, 1 << 20);
+			fprintf(stderr, "tokstream-fcgi: --threads is deprecated "
+			    "and ignored: streams do not hold a thread each; "
+			    "--max-num-seqs and --max-waiting size the "
+			    "server\n");
+			break;
+		case O_IOTHREADS:
+			o->io_threads = parse_int("io-threads", optarg, 0,
+			    IO_MAX_THREADS);
 			break;
 		case 'd': o->state_dir = optarg; break;
 		case 's': o->socket_path = optarg; break;
@@ -228,7 +243,7 @@ options_parse(struct options *o, int argc, char **argv)
 			    0, INT_MAX);
 			break;
 		case O_STALL:
-			o->engine.write_stall_ms = parse_ms("write-stall-ms",
+			o->write_stall_ms = parse_ms("write-stall-ms",
 			    optarg, 3600000);
 			break;
 		case O_NOCANCEL:

@@ -11,14 +11,16 @@
 
 #include "engine/engine.h"
 
-#define OPTIONS_DEFAULT_THREADS 160
-#define OPTIONS_MAX_THREADS 4096
 #define OPTIONS_DEFAULT_STATE_DIR "/run/tokstream"
 #define OPTIONS_DEFAULT_RETRY_MS 1000
 #define OPTIONS_DEFAULT_KEEPALIVE_MS 1000.0
+#define OPTIONS_DEFAULT_WRITE_STALL_MS 30000.0
 
 struct options {
-	int threads;                 /* request threads */
+	int io_threads;              /* 0: one per online CPU */
+	double write_stall_ms;       /* a stream whose client has taken no
+				      * byte this long is cancelled; 0 =
+				      * never */
 	const char *state_dir;
 	const char *socket_path;     /* NULL: listen on fd 0 (spawn-fcgi) */
 	const char *log_path;        /* NULL: stderr as inherited */

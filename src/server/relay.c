@@ -143,11 +143,11 @@ relay_flushed(struct relay *r, int64_t now)
 }
 
 void
-relay_gone(struct relay *r, int64_t now)
+relay_gone(struct relay *r, int64_t now, enum engine_cause cause)
 {
 	r->ended = 1;
 	r->ends_well = 0;
-	engine_cancel(r->srv->engine, r->seq, now);
+	engine_cancel(r->srv->engine, r->seq, now, cause);
 }
 
 int64_t
@@ -176,22 +176,19 @@ relay_run(struct server *srv, struct conn *c, struct relay *r)
 	/* a whole POST /generate answer: 8192 tokens of up to 32 bytes,
 	 * JSON-escaped */
 	ts_buf_init(&out, 8u << 20);
+	engine_seq_listen(srv->engine, r->seq, c->ops->listener(c));
 	for (;;) {
 		int64_t now = srv->now(), deadline;
 		enum relay_state st = relay_pump(r, &out, now);
 
 		if (st == RELAY_FAIL) {
-			relay_gone(r, now);
+			relay_gone(r, now, ENGINE_CAUSE_CLIENT_GONE);
 			break;
 		}
 		if (out.len > 0) {
-			enum ts_err rc;
-
-			engine_write_begin(r->seq, now);
-			rc = conn_write(c, out.p, out.len);
-			engine_write_end(r->seq);
-			if (rc != TS_OK) {
-				relay_gone(r, srv->now());
+			if (conn_write(c, out.p, out.len) != TS_OK) {
+				relay_gone(r, srv->now(),
+				    ENGINE_CAUSE_CLIENT_GONE);
 				break;
 			}
 			relay_flushed(r, srv->now());
@@ -204,7 +201,7 @@ relay_run(struct server *srv, struct conn *c, struct relay *r)
 			deadline = now + RELAY_POLL_NS;
 		if (c->ops->wait(c, deadline) != TS_OK) {
 			c->hup = 1;
-			relay_gone(r, srv->now());
+			relay_gone(r, srv->now(), ENGINE_CAUSE_CLIENT_GONE);
 			break;
 		}
 	}

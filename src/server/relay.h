@@ -100,9 +100,9 @@ enum relay_state relay_pump(struct relay *r, struct ts_buf *out,
 /* The bytes relay_pump gave were written at `now`. */
 void relay_flushed(struct relay *r, int64_t now);
 
-/* A write failed or the client hung up at `now`: the sequence is
- * cancelled (engine_cancel). */
-void relay_gone(struct relay *r, int64_t now);
+/* A write failed or the client hung up (or stalled: `cause`) at `now`:
+ * the sequence is cancelled (engine_cancel). */
+void relay_gone(struct relay *r, int64_t now, enum engine_cause cause);
 
 /* When relay_pump has something to do without news: the next keep-alive,
  * or INT64_MAX. */
@@ -112,10 +112,11 @@ int64_t relay_deadline(const struct relay *r);
 void relay_finish(struct relay *r);
 
 /*
- * The driver on the request's own thread: pumps, writes, waits on the
- * connection (conn.h) until the response is complete or the client is
- * gone, then relay_finish. A write is bracketed by engine_write_begin and
- * engine_write_end, so a write stall cancels the sequence.
+ * The driver on the caller's own thread: pumps, writes, waits on the
+ * connection (conn.h: wait, listener) until the response is complete or
+ * the client is gone, then relay_finish. The unit tests drive handlers
+ * through it with a fake connection; the server uses the I/O threads
+ * (server/io.h).
  */
 void relay_run(struct server *srv, struct conn *c, struct relay *r);
 

@@ -15,6 +15,7 @@
 
 struct conn;
 struct engine;
+struct io;
 struct engine_backend;
 struct metrics;
 struct relay;
@@ -26,12 +27,13 @@ struct server {
 	const struct engine_backend *backend;  /* the engine's */
 	struct state *state;          /* never NULL (memory fallback) */
 	struct metrics *metrics;      /* NULL: every metrics_* is a no-op */
+	struct io *io;                /* the I/O threads (NULL in tests) */
 	time_t started_at;            /* /v1/models "created" */
 	atomic_int stopping;          /* SIGTERM: new requests get 503 */
 	/* CLOCK_MONOTONIC now, in ns (engine_now_ns, or a test's clock) */
 	int64_t (*now)(void);
-	/* Runs the rest of a streamed response (relay.h): relay_run on the
-	 * request's own thread, or a test's driver. */
+	/* Runs the rest of a streamed response (relay.h): io_stream hands it
+	 * to an I/O thread; the unit tests run relay_run. */
 	void (*stream)(struct server *srv, struct conn *c, struct relay *r);
 };
 

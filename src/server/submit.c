@@ -34,15 +34,6 @@ submit_count_prompt(struct server *srv, struct engine_request *job,
 	return 400;
 }
 
-/* Called by the engine with the connection: a blocked write must fail. */
-static void
-submit_on_stall(void *user)
-{
-	struct conn *c = user;
-
-	c->ops->abort(c);
-}
-
 enum ts_err
 submit(struct server *srv, struct engine_request *job,
     const struct submit_record *rec, struct conn *c, struct engine_seq **s,
@@ -50,9 +41,9 @@ submit(struct server *srv, struct engine_request *job,
 {
 	enum ts_err rc;
 
-	job->listener = c->ops->listener(c);
+	/* the driver that relays it names its listener (engine_seq_listen) */
+	job->listener = NULL;
 	job->user = c;
-	job->on_stall = submit_on_stall;
 	job->hook_arg = rec;
 	rc = engine_submit(srv->engine, job, s);
 	if (rc == TS_OK) {

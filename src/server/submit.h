@@ -36,8 +36,8 @@ int submit_count_prompt(struct server *srv, struct engine_request *job,
     uint64_t more, struct http_error *err);
 
 /*
- * Queues job for the connection c (its listener hears the news; a write
- * stall aborts it) with the record rec. Returns TS_OK with *s, or an
+ * Queues job for the connection c (engine_seq_user gives c back) with the
+ * record rec. Returns TS_OK with *s, or an
  * error with *err filled: TS_ELIMIT 429 when the waiting queue is full,
  * TS_ETIMEDOUT 503 when shutting down, TS_EINVAL 400 for stop strings
  * the engine refuses.

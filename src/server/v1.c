@@ -246,7 +246,8 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 		    vr->meta.id, "Cache-Control: no-cache\r\n"
 		    "X-Accel-Buffering: no\r\n") != TS_OK ||
 		    conn_write(c, b.p, b.len) != TS_OK) {
-			engine_cancel(srv->engine, s, srv->now());
+			engine_cancel(srv->engine, s, srv->now(),
+		    ENGINE_CAUSE_CLIENT_GONE);
 			engine_release(srv->engine, s);
 			goto fail;
 		}

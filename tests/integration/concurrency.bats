@@ -7,7 +7,7 @@
 load helpers
 
 setup_file() {
-	TS_PROCS=2 ts_start --threads 48 --keepalive-ms 200
+	TS_PROCS=2 ts_start --keepalive-ms 200
 }
 
 teardown_file() {

@@ -7,9 +7,9 @@
 load helpers
 
 setup_file() {
-	# room for the 200-stream test: 128 slots + 128 waiting, 300 threads
+	# room for the 200-stream test: 128 slots + 128 waiting
 	ts_start --tpot-ms 10 --keepalive-ms 200 --max-num-seqs 128 \
-		--max-waiting 128 --threads 300
+		--max-waiting 128
 }
 
 teardown_file() {

@@ -5,7 +5,7 @@
 load helpers
 
 setup_file() {
-	TS_PROCS=2 ts_start --threads 8
+	TS_PROCS=2 ts_start
 }
 
 teardown_file() {

@@ -74,12 +74,10 @@ stage_for_user "${TOKSTREAM_USER:-www-data}" "$build" "$top" ||
 	die "cannot copy the responder where ${TOKSTREAM_USER:-www-data} can run it"
 url=http://127.0.0.1:$port
 # capacity for every stream in a slot: 500 over two processes, with room
-# for lighttpd's least-connection balancing to be uneven; threads above
-# slots + waiting (tokstream-fcgi --help)
+# for lighttpd's least-connection balancing to be uneven
 per=$(( (concurrency + procs - 1) / procs ))
 seqs=$(( per + per / 4 ))
 waiting=$(( per / 2 ))
-threads=$(( seqs + waiting + 16 ))
 
 ctl_env() {
 	env TOKSTREAM_PORT="$port" TOKSTREAM_RUNDIR="$rundir" \
@@ -96,7 +94,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 2' INT TERM
 
-ctl_env TOKSTREAM_FCGI_ARGS="--max-num-seqs $seqs --max-waiting $waiting --threads $threads --keepalive-ms 500" \
+ctl_env TOKSTREAM_FCGI_ARGS="--max-num-seqs $seqs --max-waiting $waiting --keepalive-ms 500" \
 	"$ctl" start > "$out/ctl.txt" 2>&1 || { cat "$out/ctl.txt"; die "the server did not start"; }
 cat "$out/ctl.txt"
 
@@ -182,7 +180,7 @@ rm -f "$out/after.tmp"
 
 # ---- report -----------------------------------------------------------
 echo
-echo "== soak: $concurrency streams for ${duration} s, $procs responders ($seqs slots, $waiting waiting, $threads threads each), abandon $abandon (FIN after 5 tokens / RST after 12), responders' GLIBC_TUNABLES=${tunables:-(none: glibc defaults)}"
+echo "== soak: $concurrency streams for ${duration} s, $procs responders ($seqs slots, $waiting waiting each), abandon $abandon (FIN after 5 tokens / RST after 12), responders' GLIBC_TUNABLES=${tunables:-(none: glibc defaults)}"
 printf '%6s  %-6s  %-12s %7s %10s %6s %8s %8s\n' t phase process pid "RSS kB" fds threads "CPU s"
 hz=$(getconf CLK_TCK)
 while read -r t ph name pid rss fds thr cpu; do

@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -186,7 +187,8 @@ test_batching_and_queue(void **unused)
 	engine_destroy(e);
 }
 
-/* A prefill that ends between two boundaries waits for the next one. */
+/* A prefill that ends between two boundaries: its first token is part
+ * of the next step, its second one step later. */
 static void
 test_join_at_step_boundary(void **unused)
 {
@@ -197,10 +199,11 @@ test_join_at_step_boundary(void **unused)
 	assert_int_equal(submit(e, &a, "a", 20, 40, 0), TS_OK);
 	run_until(e, 0, 50 * MS, ps, 2);
 	/* b arrives at 50 ms; prefill 15 ms ends at 65, inside the step
-	 * 60..80: it joins at 80 and decodes its second token at 100. */
+	 * 60..80: its first token comes with that step at 80, its second
+	 * at 100. */
 	assert_int_equal(submit(e, &b, "b", 3, 15, 50 * MS), TS_OK);
 	run_until(e, 50 * MS, 10000 * MS, ps, 2);
-	assert_int_equal(b.at[0], 65 * MS);
+	assert_int_equal(b.at[0], 80 * MS);
 	assert_int_equal(b.at[1], 100 * MS);
 	assert_int_equal(b.at[2], 120 * MS);
 	assert_int_equal(a.at[4], 120 * MS);
@@ -251,7 +254,7 @@ test_cancel_frees_slot_at_boundary(void **unused)
 	run_until(e, 0, 105 * MS, ps, 2);
 	assert_int_equal(a.seen, 4);            /* 40, 60, 80, 100 */
 	engine_delivered(a.s, 3);               /* the 4th write failed */
-	engine_cancel(e, a.s, 105 * MS);
+	engine_cancel(e, a.s, 105 * MS, ENGINE_CAUSE_CLIENT_GONE);
 	run_until(e, 105 * MS, 10000 * MS, ps, 2);
 	assert_int_equal(a.seen, 4);
 	assert_int_equal(finish_of(&a), ENGINE_FINISH_CANCELLED);
@@ -283,10 +286,10 @@ test_cancel_while_waiting_and_in_prefill(void **unused)
 	assert_int_equal(submit(e, &a, "a", 5, 1000, 0), TS_OK);
 	assert_int_equal(submit(e, &b, "b", 5, 40, 0), TS_OK);
 	run_until(e, 0, 10 * MS, ps, 2);
-	engine_cancel(e, b.s, 10 * MS);         /* waiting */
+	engine_cancel(e, b.s, 10 * MS, ENGINE_CAUSE_CLIENT_GONE);         /* waiting */
 	engine_advance(e, 10 * MS);
 	assert_int_equal(finish_of(&b), ENGINE_FINISH_CANCELLED);
-	engine_cancel(e, a.s, 20 * MS);         /* in prefill */
+	engine_cancel(e, a.s, 20 * MS, ENGINE_CAUSE_CLIENT_GONE);         /* in prefill */
 	engine_advance(e, 20 * MS);
 	assert_int_equal(finish_of(&a), ENGINE_FINISH_CANCELLED);
 	assert_int_equal(a.seen, 0);
@@ -312,7 +315,7 @@ test_no_cancel_keeps_generating(void **unused)
 	e = mk_engine_cfg(&cfg, NULL);
 	assert_int_equal(submit(e, &a, "a", 50, 40, 0), TS_OK);
 	run_until(e, 0, 100 * MS, ps, 1);
-	engine_cancel(e, a.s, 100 * MS);
+	engine_cancel(e, a.s, 100 * MS, ENGINE_CAUSE_CLIENT_GONE);
 	engine_release(e, a.s);           /* the relay is gone too */
 	a.s = NULL;
 	run_until(e, 100 * MS, 100000 * MS, ps, 1);
@@ -326,37 +329,33 @@ test_no_cancel_keeps_generating(void **unused)
 	engine_destroy(e);
 }
 
-static int stalls;
-
+/* A stream its relay gives up on as stalled keeps that cause in its
+ * record (the write-stall timer itself is the I/O threads'). */
 static void
-on_stall(void *user)
+test_write_stall_cause(void **unused)
 {
-	(void)user;
-	stalls++;
-}
-
-static void
-test_write_stall_cancels(void **unused)
-{
-	struct engine *e = mk_engine(4, 4, NULL);
-	struct engine_request r;
+	struct state *st;
+	struct engine *e;
 	struct probe a = { 0 }, *ps[] = { &a };
+	struct state_record rec;
 
 	(void)unused;
-	memset(&a, 0, sizeof(a));
-	lab_request(&r, "stall", 8000, 40);
-	r.on_stall = on_stall;
-	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
+	assert_int_equal(state_open_memory(&st), TS_OK);
+	e = mk_engine(4, 4, st);
+	assert_int_equal(submit(e, &a, "stall", 8000, 40, 0), TS_OK);
 	run_until(e, 0, 100 * MS, ps, 1);
-	engine_write_begin(a.s, 100 * MS);
-	run_until(e, 100 * MS, 100 * MS + 29999 * MS, ps, 1);
-	assert_int_equal(stalls, 0);
-	assert_int_equal(finish_of(&a), ENGINE_FINISH_NONE);
-	run_until(e, 100 * MS + 29999 * MS, 100 * MS + 30100 * MS, ps, 1);
-	assert_int_equal(stalls, 1);
+	engine_cancel(e, a.s, 100 * MS, ENGINE_CAUSE_WRITE_STALL);
+	/* a later hang-up does not overwrite the first cause */
+	engine_cancel(e, a.s, 101 * MS, ENGINE_CAUSE_CLIENT_GONE);
+	run_until(e, 100 * MS, 200 * MS, ps, 1);
 	assert_int_equal(finish_of(&a), ENGINE_FINISH_CANCELLED);
 	engine_release(e, a.s);
+	assert_int_equal(state_lookup(st, 1, &rec), TS_OK);
+	assert_int_equal(rec.status, STATE_CANCELLED);
+	assert_int_equal(rec.cause, STATE_CAUSE_WRITE_STALL);
+	assert_int_equal(rec.leave_us, 20000);     /* the boundary at 120 */
 	engine_destroy(e);
+	state_close(st);
 }
 
 static void
@@ -430,7 +429,8 @@ test_load_factor(void **unused)
 	assert_int_equal(submit(e, &b, "b", 3, 40, 0), TS_OK);
 	run_until(e, 0, 10000 * MS, ps, 2);
 	assert_int_equal(a.at[0], 40 * MS);    /* admitted alone */
-	assert_int_equal(b.at[0], 60 * MS);    /* second in: x1.5 */
+	/* second in: prefill x1.5 ends at 60, inside the step 40..70 */
+	assert_int_equal(b.at[0], 70 * MS);
 	assert_int_equal(a.at[1], 70 * MS);    /* 40 + 20 x 1.5 */
 	engine_release(e, a.s);
 	engine_release(e, b.s);
@@ -507,6 +507,123 @@ test_prefill_model(void **unused)
 	    lat.prefill_base_ms + 400 * lat.prefill_per_token_ms);
 }
 
+/* 100 streams arriving 0.3 ms apart (as a load client opens them): each
+ * one's first token lands on a step boundary and its second one step
+ * later, whatever its phase against the grid. */
+static void
+test_first_token_on_boundary_gap_one_step(void **unused)
+{
+	struct engine *e = mk_engine(128, 0, NULL);
+	struct probe p[100], *ps[100];
+	char prompt[16];
+	int64_t now = 0, last = 0;
+	int i;
+
+	(void)unused;
+	for (i = 0; i < 100; i++) {
+		ps[i] = &p[i];
+		snprintf(prompt, sizeof(prompt), "p%d", i);
+		now = (int64_t)i * 300000;      /* 0.3 ms */
+		/* what is due before it arrives happens at its own time */
+		run_until(e, last, now, ps, (size_t)i);
+		assert_int_equal(submit(e, &p[i], prompt, 5, 0, now), TS_OK);
+		last = now;
+	}
+	run_until(e, last, 10000 * MS, ps, 100);
+	for (i = 0; i < 100; i++) {
+		assert_int_equal(p[i].seen, 5);
+		/* the grid started with the first at 0: boundaries 20k ms */
+		assert_int_equal(p[i].at[0] % (20 * MS), 0);
+		assert_int_equal(p[i].at[1] - p[i].at[0], 20 * MS);
+		assert_int_equal(p[i].at[4] - p[i].at[3], 20 * MS);
+		engine_release(e, p[i].s);
+	}
+	engine_destroy(e);
+}
+
+/* Runs the engine's events from now to until (each at its own time),
+ * checking that no pass runs more than one grid step and one pass of an
+ * own cadence. Returns until. */
+static int64_t
+run_bounded(struct engine *e, int64_t now, int64_t until, struct probe **ps,
+    size_t n)
+{
+	for (;;) {
+		struct engine_stats st0, st1;
+		int64_t t;
+		size_t i;
+
+		engine_stats(e, &st0);
+		t = engine_advance(e, now);
+		engine_stats(e, &st1);
+		assert_true(st1.steps - st0.steps <= 2);
+		for (i = 0; i < n; i++)
+			observe(ps[i], now);
+		if (t == INT64_MAX || t > until)
+			return until;
+		now = t;
+	}
+}
+
+/* A tpot_ms 0 request (taken as ENGINE_MIN_TPOT_MS) beside a stream at
+ * the server's TPOT: the stream's gaps stay one step, each engine pass
+ * runs at most one step, and a cancel still acts at the next boundary. */
+static void
+test_tpot_zero_beside_a_stream(void **unused)
+{
+	struct engine *e = mk_engine(4, 4, NULL);
+	struct engine_request r;
+	struct probe fast = { 0 }, slow = { 0 }, *ps[] = { &fast, &slow };
+	uint32_t i;
+
+	(void)unused;
+	lab_request(&r, "fast", 2000, 0);
+	r.tpot_ms = 0;
+	assert_int_equal(engine_submit(e, &r, &fast.s), TS_OK);
+	assert_int_equal(submit(e, &slow, "slow", 20, 0, 0), TS_OK);
+	run_bounded(e, 0, 200 * MS + 500000, ps, 2);
+	engine_cancel(e, slow.s, 200 * MS + 500000, ENGINE_CAUSE_CLIENT_GONE);
+	run_bounded(e, 200 * MS + 500000, 100000 * MS, ps, 2);
+	/* the slow stream: 0, 20, ... 200 ms, then cancelled at 200.5: it
+	 * leaves at the boundary of 220 without its token */
+	assert_int_equal(slow.seen, 11);
+	for (i = 1; i < slow.seen; i++)
+		assert_int_equal(slow.at[i] - slow.at[i - 1], 20 * MS);
+	assert_int_equal(finish_of(&slow), ENGINE_FINISH_CANCELLED);
+	/* the fast one: a token a millisecond */
+	assert_true(fast.seen >= 500);
+	for (i = 1; i < 500; i++)
+		assert_int_equal(fast.at[i] - fast.at[i - 1], 1 * MS);
+	assert_int_equal(finish_of(&fast), ENGINE_FINISH_LENGTH);
+	engine_release(e, fast.s);
+	engine_release(e, slow.s);
+	engine_destroy(e);
+}
+
+/* Admission counts every stream a relay holds: one that finished but
+ * whose relay has not let go (a client slow to take its last bytes) still
+ * counts, so the next request gets 429 until it is released. */
+static void
+test_held_streams_count_for_429(void **unused)
+{
+	struct engine *e = mk_engine(1, 0, NULL);
+	struct probe a = { 0 }, b = { 0 }, *ps[] = { &a };
+	struct engine_stats st;
+
+	(void)unused;
+	assert_int_equal(submit(e, &a, "a", 2, 0, 0), TS_OK);
+	run_until(e, 0, 1000 * MS, ps, 1);
+	assert_int_equal(finish_of(&a), ENGINE_FINISH_LENGTH);
+	engine_stats(e, &st);
+	assert_int_equal(st.running, 0);
+	assert_int_equal(st.held, 1);
+	assert_int_equal(submit(e, &b, "b", 2, 0, 1000 * MS), TS_ELIMIT);
+	engine_release(e, a.s);
+	assert_int_equal(submit(e, &b, "b", 2, 0, 1000 * MS), TS_OK);
+	engine_release(e, b.s);
+	engine_destroy(e);
+}
+
 int
 main(void)
 {
@@ -518,12 +635,15 @@ main(void)
 		cmocka_unit_test(test_cancel_frees_slot_at_boundary),
 		cmocka_unit_test(test_cancel_while_waiting_and_in_prefill),
 		cmocka_unit_test(test_no_cancel_keeps_generating),
-		cmocka_unit_test(test_write_stall_cancels),
+		cmocka_unit_test(test_write_stall_cause),
 		cmocka_unit_test(test_error_after_zero_tokens_and_resume),
 		cmocka_unit_test(test_load_factor),
 		cmocka_unit_test(test_jitter_is_seeded),
 		cmocka_unit_test(test_shutdown),
 		cmocka_unit_test(test_prefill_model),
+		cmocka_unit_test(test_first_token_on_boundary_gap_one_step),
+		cmocka_unit_test(test_tpot_zero_beside_a_stream),
+		cmocka_unit_test(test_held_streams_count_for_429),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
