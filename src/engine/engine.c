@@ -220,7 +220,8 @@ outcome_of(const struct engine *e, const struct engine_seq *s)
 {
 	enum engine_finish f = (enum engine_finish)atomic_load(&s->finish);
 
-	if (f == ENGINE_FINISH_LENGTH && s->cancel && !e->cfg.no_cancel)
+	if ((f == ENGINE_FINISH_LENGTH || f == ENGINE_FINISH_STOP) &&
+	    s->cancel && !e->cfg.no_cancel)
 		return ENGINE_FINISH_CANCELLED;
 	return f;
 }
