@@ -47,7 +47,8 @@ llama_open(struct engine_backend *out, const struct backend_args *a,
 	model_options_defaults(&mo);
 	mo.threads = a->threads;
 	mo.context = a->context;
-	mo.max_batch = a->max_batch;
+	/* rows of one forward pass: the batch, up to the model's limit */
+	mo.max_batch = a->max_batch < 4096 ? a->max_batch : 4096;
 	return llama_backend_open(out, a->model_path, a->tokenizer_path, &mo,
 	    err, errlen);
 }

@@ -58,7 +58,7 @@
 /* The smallest per-request tpot_ms: 1 ms, 1,000 tokens/s (a tpot_ms of
  * 0 is taken as 1). */
 #define ENGINE_MIN_TPOT_MS 1.0
-#define ENGINE_MAX_SEQS 4096
+#define ENGINE_MAX_SEQS 16384
 
 /* Engine settings; engine_config_defaults() fills the documented ones. */
 struct engine_config {

@@ -76,6 +76,8 @@ struct io_conn {
 	int epout;                    /* EPOLLOUT is registered */
 	int ended;                    /* the relay's end is in out */
 	int written;                  /* bytes went out since relay_pump */
+	int writable;                 /* EPOLLOUT said so: pump even if
+				       * blocked */
 	int closed;                   /* freed at the end of the pass */
 	struct io_conn *ka_prev, *ka_next;  /* keep-alives, by deadline */
 	struct io_conn *st_prev, *st_next;  /* stalls, by blocked_since */
@@ -272,8 +274,11 @@ ic_flush(struct io_conn *ic, int64_t now)
 static void
 ic_pump(struct io_conn *ic, int64_t now)
 {
-	if (ic->closed)
+	/* a stream waiting for room moves on EPOLLOUT, not on news: its
+	 * tokens stay ids in the engine meanwhile */
+	if (ic->closed || (blocked(ic) && !ic->writable))
 		return;
+	ic->writable = 0;
 	if (!ic->ended && pending(ic) < IO_ENCODE_WATERMARK) {
 		enum relay_state st;
 
@@ -451,6 +456,7 @@ io_main(void *arg)
 			}
 			if (evs[i].events & EPOLLOUT) {
 				ic->room = 0;   /* measure again */
+				ic->writable = 1;
 				ic_pump(ic, now);
 			}
 		}

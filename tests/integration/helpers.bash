@@ -32,7 +32,7 @@ holds() {
 # calc EXPR: prints the value of the awk expression EXPR, with six
 # decimals (awk's own print would write a large sum as 1.76e+12).
 calc() {
-	awk "BEGIN { printf \"%.6f\\n\", $* }"
+	awk "BEGIN { printf \"%.6f\\n\", ($*) }"
 }
 
 # A TCP port nobody listens on (checked by trying to connect).

@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# Server core (issue #13): streams do not hold threads, so clients that
+# stop reading starve nobody; a request with tpot_ms 0 cannot hold the
+# batch back; admission counts stalled writers, so overload is a 429 and
+# not a hang.
+
+load helpers
+
+setup_file() {
+	ts_start --max-num-seqs 300 --max-waiting 16 --keepalive-ms 300 \
+		--write-stall-ms 20000
+}
+
+teardown_file() {
+	ts_stop
+}
+
+responder_pid() {
+	head -n 1 "$RUNDIR/tokstream-fcgi.pid"
+}
+
+threads_of() {
+	awk '$1 == "Threads:" { print $2 }' "/proc/$1/status"
+}
+
+# stall_clients N SECONDS TOKENS: N FastCGI connections straight to the
+# responder's socket that send a GET /stream and never read, so the
+# responder's writes meet a full socket at once (behind lighttpd the same
+# happens once a client's TCP window and lighttpd's buffers are full,
+# only megabytes later). Their pids go to $BATS_TEST_TMPDIR/stallers.
+stall_clients() {
+	local i
+	: >"$BATS_TEST_TMPDIR/stallers"
+	for i in $(seq 1 "$1"); do
+		node "$TS_SRCDIR/tests/node/fcgi-stall.mjs" "$RUNDIR/tokstream.sock" \
+			"/stream?prompt=stall$i&max_tokens=$3&tpot_ms=1" "$2" \
+			>/dev/null 2>&1 &
+		echo $! >>"$BATS_TEST_TMPDIR/stallers"
+	done
+}
+
+# wait_idle: no sequence left in a slot or waiting (10 s max).
+wait_idle() {
+	local i r w
+	for i in $(seq 1 500); do
+		r=$(curl -s "$BASE/metrics" | awk '$1 == "tokstream:num_requests_running" { print $2 }')
+		w=$(curl -s "$BASE/metrics" | awk '$1 == "tokstream:num_requests_waiting" { print $2 }')
+		[ "$r" = 0 ] && [ "$w" = 0 ] && return 0
+		sleep 0.02
+	done
+	return 1
+}
+
+@test "200 clients that never read: no thread each, /health answers in < 100 ms throughout, 50 normal streams keep their pace" {
+	need_node
+	pid=$(responder_pid)
+	before=$(threads_of "$pid")
+	# 1,500 tokens at 1 ms each: more than a socket holds, so every
+	# staller ends blocked, its unsent tokens in the engine's record
+	stall_clients 200 15 1500
+	for i in $(seq 1 200); do
+		running=$(curl -s "$BASE/metrics" | awk '$1 == "tokstream:num_requests_running" { print $2 }')
+		[ "$running" = 0 ] && break
+		sleep 0.05
+	done
+	echo "stallers still generating: $running"
+	[ "$running" = 0 ]
+	during=$(threads_of "$pid")
+	echo "responder threads: before $before, with 200 stalled streams $during"
+	[ "$during" -eq "$before" ]
+	curl -s "$BASE/_debug/generated" | jq -c '{status, generated, wasted, engine}'
+	"$TOKBENCH" load --url "$BASE" --concurrency 50 --requests 50 \
+		--output-tokens 100 --prompt-tokens 1 --quiet \
+		--json "$BATS_TEST_TMPDIR/load.json" &
+	loader=$!
+	worst=0
+	for i in $(seq 1 30); do
+		t=$(curl -s -o /dev/null -w '%{time_total}' -m 2 "$BASE/health")
+		holds "$t > 0"
+		worst=$(calc "$t > $worst ? $t : $worst")
+		sleep 0.1
+	done
+	wait "$loader"
+	echo "worst /health: $worst s"
+	holds "$worst < 0.1"
+	jq -c '{completed, failed, p99_itl_ms, max_itl_ms: .max_itl_ms, median_itl_ms}' "$BATS_TEST_TMPDIR/load.json"
+	[ "$(jq .completed "$BATS_TEST_TMPDIR/load.json")" -eq 50 ]
+	# the step is 20 ms: a normal stream's tokens keep coming on time
+	holds "$(jq .median_itl_ms "$BATS_TEST_TMPDIR/load.json") < 25"
+	holds "$(jq .p99_itl_ms "$BATS_TEST_TMPDIR/load.json") < 60"
+	kill $(cat "$BATS_TEST_TMPDIR/stallers") 2>/dev/null || true
+	wait
+	[ "$(threads_of "$pid")" -eq "$before" ]
+}
+
+@test "a stream whose client stopped reading is cancelled after --write-stall-ms, its tokens wasted, its slot freed" {
+	need_node
+	node "$TS_SRCDIR/tests/node/fcgi-stall.mjs" "$RUNDIR/tokstream.sock" \
+		"/stream?prompt=stall-one&max_tokens=8192&tpot_ms=1" 25 >/dev/null &
+	staller=$!
+	sleep 0.5
+	id=$(curl -s "$BASE/_debug/generated" | jq -r .id)
+	[ "$(debug_field "$id" status)" = running ]
+	# 20 s of --write-stall-ms
+	for i in $(seq 1 120); do
+		[ "$(debug_field "$id" status)" != running ] && break
+		sleep 0.25
+	done
+	curl -s "$BASE/_debug/generated?id=$id"
+	[ "$(debug_field "$id" status)" = cancelled ]
+	[ "$(debug_field "$id" cancel_cause)" = write_stall ]
+	[ "$(debug_field "$id" wasted)" -gt 0 ]
+	kill "$staller" 2>/dev/null || true
+	wait
+}
+
+@test "a tpot_ms 0 request beside a normal stream: the stream's gaps stay within a step, a client that leaves still stops at once" {
+	wait_idle
+	curl -sN "$BASE/stream?prompt=fast&max_tokens=8192&tpot_ms=0" >/dev/null &
+	fast=$!
+	sleep 0.2
+	"$TOKBENCH" stream --url "$BASE" --max-tokens 50 --json >"$BATS_TEST_TMPDIR/s.json"
+	jq -c '{ttft_ms, itl_max_ms, itl_p50_ms, itl_p99_ms}' "$BATS_TEST_TMPDIR/s.json"
+	# no gap may exceed a step beyond the step itself (20 ms + 20 ms),
+	# with 10 ms for this machine's scheduling
+	holds "$(jq .itl_max_ms "$BATS_TEST_TMPDIR/s.json") < 50"
+	holds "$(jq .itl_p50_ms "$BATS_TEST_TMPDIR/s.json") < 25"
+	id=$("$TOKBENCH" cancel --url "$BASE" --read 5 --max-tokens 4000 --id-only)
+	wait_not_running "$id"
+	g=$(debug_field "$id" generated)
+	echo "left after 5, generated $g"
+	[ "$g" -le 6 ]
+	kill "$fast" 2>/dev/null || true
+	wait
+}
