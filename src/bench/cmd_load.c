@@ -16,6 +16,7 @@
 #include "bench/cmd.h"
 
 #include <sys/resource.h>
+#include <sys/time.h>
 
 #include <math.h>
 #include <signal.h>
@@ -206,6 +207,19 @@ cmd_load_raise_nofile(void)
 	}
 }
 
+/* User plus system CPU time of this process so far, in seconds (0 when
+ * getrusage fails): whether the client itself limited the run. */
+static double
+cmd_load_cpu_s(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0.0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /*
  * Tells and writes the report of a run that ended: the text on stdout
  * (stderr when the JSON goes to stdout), then the JSON. Returns the exit
@@ -223,6 +237,7 @@ cmd_load_report(struct cmd_load_run *run, double duration_s)
 	rec->started = run->drive.started;
 	rec->max_in_flight = run->drive.max_in_flight;
 	rec->not_started = run->sched.not_started;
+	rec->client_cpu_s = cmd_load_cpu_s();
 	if (load_report_compute(&rec->acc, duration_s, &rep) != TS_OK) {
 		msg_err("a latency sample is not a number");
 		return 1;

@@ -1,7 +1,7 @@
 /*
  * load.h - the record of a `tokbench load` run: what cmd_load.c counts
  * while the run goes (each request's fate, the driver's and the
- * schedule's counts) and load_output.c prints.
+ * schedule's counts, the client's CPU time) and load_output.c prints.
  * The metrics are defined in load_report.h.
  */
 #ifndef BENCH_LOAD_H
@@ -22,6 +22,7 @@ struct load_run {
 	json_t *abandoned_ids;  /* X-Request-Id of every abandoned stream */
 	size_t abandoned_no_id;
 	char *fail_example[LOAD_FAIL_COUNT];    /* first message per kind */
+	double client_cpu_s;    /* user + system CPU time of tokbench */
 };
 
 #endif /* BENCH_LOAD_H */

@@ -126,6 +126,7 @@ load_output_text(FILE *f, const struct load_run *run,
 	if (run->not_started > 0)
 		load_output_u(f, "Arrivals not started:", run->not_started);
 	load_output_f(f, "Benchmark duration (s):", r->duration_s);
+	load_output_f(f, "Client CPU time (s):", run->client_cpu_s);
 	load_output_u(f, "Total input tokens:", r->prompt_tokens);
 	load_output_u(f, "Total generated tokens:", r->output_tokens);
 	load_output_f(f, "Request throughput (req/s):",
@@ -250,6 +251,7 @@ load_output_json(const struct load_run *run, const struct load_report *r)
 	json_object_set_new(j, "percentile_method",
 	    json_string(STATS_PERCENTILE_METHOD));
 	json_object_set_new(j, "duration", json_real(r->duration_s));
+	json_object_set_new(j, "client_cpu_s", json_real(run->client_cpu_s));
 	load_output_count(j, "started", run->started);
 	load_output_count(j, "completed", r->completed);
 	load_output_count(j, "abandoned", r->abandoned);

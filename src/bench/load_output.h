@@ -1,8 +1,8 @@
 /*
  * load_output.h - the report of a `tokbench load` run: the text, in the
  * layout of vLLM's `vllm bench serve`, and one JSON object with vLLM's
- * result keys plus the failures by kind, the abandoned streams' ids and
- * the settings.
+ * result keys plus the failures by kind, the abandoned streams' ids, the
+ * client's own CPU time and the settings.
  */
 #ifndef BENCH_LOAD_OUTPUT_H
 #define BENCH_LOAD_OUTPUT_H
