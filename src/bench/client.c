@@ -1,6 +1,6 @@
 /*
- * client.c - the libcurl client pieces shared by tokbench.c and load.c.
- * See client.h.
+ * client.c - the libcurl client pieces that tokbench's requests share
+ * (client.h).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,6 +23,12 @@
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "unknown"
 #endif
+
+const char *
+client_version(void)
+{
+	return PACKAGE_VERSION;
+}
 
 double
 client_ms_since(const struct timespec *t0)
@@ -128,4 +134,18 @@ client_check_start(CURL *curl, int *status_known, long *status, char *why,
 	snprintf(why, whysz, "HTTP 200 with Content-Type %.60s, not "
 	    "text/event-stream", ct ? ct : "(none)");
 	return TS_EFORMAT;
+}
+
+void
+client_body_put(struct client_body *b, const char *src, size_t n)
+{
+	if (ts_buf_append_part(&b->buf, src, n) != TS_OK)
+		b->truncated = 1;
+}
+
+size_t
+client_body_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	client_body_put(ud, ptr, size * nmemb);
+	return size * nmemb;
 }

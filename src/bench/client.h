@@ -1,11 +1,10 @@
 /*
- * client.h - the libcurl client pieces that tokbench's commands share:
- * the options of every request, the X-Request-Id response header, the
- * start of a /stream answer (status, Content-Type) and the clock that
- * time-stamps its bytes. tokbench.c drives one easy handle at a time,
- * load.c many through the multi interface; both call these from their
- * libcurl callbacks, and each keeps its own policy for what a failure
- * means (see the callers).
+ * client.h - the libcurl client pieces that tokbench's requests share:
+ * tokbench's version, the options of every request, the X-Request-Id
+ * header, the start of a /stream answer (status, Content-Type), the
+ * clock that time-stamps its bytes, and a capped copy of an answer's
+ * body. req.c (one /stream request) calls them from its libcurl
+ * callbacks; the cancel step's poll of /_debug/generated uses them too.
  */
 #ifndef CLIENT_H
 #define CLIENT_H
@@ -15,6 +14,7 @@
 
 #include <curl/curl.h>
 
+#include "common/buf.h"
 #include "common/ts.h"
 
 /* Connection set-up limit of every request, in ms. */
@@ -22,6 +22,10 @@
 
 /* Size of a `why` buffer that fits every reason this module writes. */
 #define CLIENT_WHY_MAX 128
+
+/* tokbench's version (the package's), for the User-Agent, --version and
+ * the JSON reports. */
+const char *client_version(void);
 
 /* Milliseconds from *t0 to now, on CLOCK_MONOTONIC. */
 double client_ms_since(const struct timespec *t0);
@@ -85,5 +89,19 @@ int client_is_sse_type(const char *ct);
  */
 enum ts_err client_check_start(CURL *curl, int *status_known, long *status,
     char *why, size_t whysz);
+
+/* A capped copy of an answer's body: what fits under buf.max, and
+ * whether bytes were dropped (a cut body is not parsed as JSON). */
+struct client_body {
+	struct ts_buf buf;
+	int truncated;
+};
+
+/* Appends what fits of (src, n) to b; remembers that bytes were lost. */
+void client_body_put(struct client_body *b, const char *src, size_t n);
+
+/* A CURLOPT_WRITEFUNCTION that keeps a capped copy of the body in the
+ * struct client_body given as CURLOPT_WRITEDATA. Returns size * nmemb. */
+size_t client_body_write(char *ptr, size_t size, size_t nmemb, void *ud);
 
 #endif /* CLIENT_H */

@@ -1,21 +1,28 @@
 /*
- * load.h - `tokbench load`, a load generator in the manner of vLLM's
- * `vllm bench serve`: many /stream requests at once over the libcurl multi
- * interface (one thread), closed loop (fixed concurrency) or open loop
- * (Poisson arrivals), then the serving report (load_report.h) on stdout and
- * optionally as JSON.
+ * load.h - the record of a `tokbench load` run: what cmd_load.c counts
+ * while the run goes (each request's fate, the driver's and the
+ * schedule's counts, the client's CPU time) and load_output.c prints.
+ * The metrics are defined in load_report.h.
  */
-#ifndef LOAD_H
-#define LOAD_H
+#ifndef BENCH_LOAD_H
+#define BENCH_LOAD_H
 
-/*
- * Runs the subcommand; argv[0] is "load", the options follow (see
- * `tokbench load --help`). curl_global_init() must have been called.
- * Returns the exit status: 0 the benchmark ran and its report was
- * written, 1 nothing could be measured (no request completed or was
- * abandoned, e.g. the server is down) or the report could not be
- * written, 2 a bad command line.
- */
-int load_main(int argc, char **argv);
+#include <stddef.h>
 
-#endif /* LOAD_H */
+#include <jansson.h>
+
+#include "bench/load_opts.h"
+#include "bench/load_report.h"
+
+/* Everything a run counted, for its report. */
+struct load_run {
+	const struct load_opts *o;
+	struct load_acc acc;
+	size_t started, max_in_flight, not_started;
+	json_t *abandoned_ids;  /* X-Request-Id of every abandoned stream */
+	size_t abandoned_no_id;
+	char *fail_example[LOAD_FAIL_COUNT];    /* first message per kind */
+	double client_cpu_s;    /* user + system CPU time of tokbench */
+};
+
+#endif /* BENCH_LOAD_H */

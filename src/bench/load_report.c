@@ -1,6 +1,6 @@
 /*
- * load_report.c - PRNG, spec parsers, request plans and report math of
- * `tokbench load` (see load_report.h). Pure: no I/O, no clock.
+ * load_report.c - PRNG draws, spec parsers, request plans and report
+ * math of `tokbench load` (see load_report.h). Pure: no I/O, no clock.
  */
 #include "bench/load_report.h"
 
@@ -16,73 +16,18 @@
 /* Longest --goodput key accepted ("e2el"), for the error message. */
 #define LOAD_KEY_MAX 16
 
-/* ---- PRNG ------------------------------------------------------------ */
+/* ---- PRNG draws ---------------------------------------------------- */
 
-/* SplitMix64 (Steele, Lea and Flood, 2014): one step, for seeding. */
-static uint64_t
-load_splitmix64(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t
-load_rotl(uint64_t x, int k)
-{
-	return (x << k) | (x >> (64 - k));
-}
-
-/*
- * The stream number is mixed in through a second SplitMix64 step so that
- * (seed, 1) and (seed + 1, 0) do not start from neighbouring states.
- */
 void
-load_rng_seed(struct load_rng *r, uint64_t seed, uint64_t stream)
+load_rng_seed(struct rng *r, uint64_t seed, uint64_t stream)
 {
-	uint64_t x = seed, mix;
-	int i;
+	uint64_t mix = stream;
 
-	mix = stream;
-	x ^= load_splitmix64(&mix);
-	for (i = 0; i < 4; i++)
-		r->s[i] = load_splitmix64(&x);
-	/* an all-zero state would stay zero; SplitMix64 cannot give one
-	 * in practice, but make sure */
-	if ((r->s[0] | r->s[1] | r->s[2] | r->s[3]) == 0)
-		r->s[0] = 1;
+	rng_seed(r, seed ^ rng_splitmix64(&mix));
 }
 
-uint64_t
-load_rng_next(struct load_rng *r)
-{
-	uint64_t *s = r->s;
-	uint64_t out = load_rotl(s[1] * 5, 7) * 9;
-	uint64_t t = s[1] << 17;
-
-	s[2] ^= s[0];
-	s[3] ^= s[1];
-	s[1] ^= s[2];
-	s[0] ^= s[3];
-	s[2] ^= t;
-	s[3] = load_rotl(s[3], 45);
-	return out;
-}
-
-double
-load_rng_uniform(struct load_rng *r)
-{
-	return (double)(load_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-/*
- * Rejection from the largest multiple of the span below 2^64, so every
- * value of [lo, hi] is equally likely.
- */
 long
-load_rng_range(struct load_rng *r, long lo, long hi)
+load_rng_range(struct rng *r, long lo, long hi)
 {
 	uint64_t span, limit, x;
 
@@ -90,21 +35,21 @@ load_rng_range(struct load_rng *r, long lo, long hi)
 		return lo;
 	span = (uint64_t)hi - (uint64_t)lo + 1;
 	if (span == 0)          /* the whole 64-bit range */
-		return (long)load_rng_next(r);
+		return (long)rng_next(r);
 	limit = UINT64_MAX - UINT64_MAX % span;
 	do
-		x = load_rng_next(r);
+		x = rng_next(r);
 	while (x >= limit);
 	return (long)((uint64_t)lo + x % span);
 }
 
 /* Inversion: 1 - U is in (0, 1], so the log is finite. */
 double
-load_rng_exp_ms(struct load_rng *r, double rate)
+load_rng_exp_ms(struct rng *r, double rate)
 {
 	if (!(rate > 0.0))
 		return 0.0;
-	return -log(1.0 - load_rng_uniform(r)) / rate * 1000.0;
+	return -log(1.0 - rng_unit(r)) / rate * 1000.0;
 }
 
 /* ---- spec parsing ---------------------------------------------------- */
@@ -393,7 +338,7 @@ load_parse_abandon(const char *s, long max_k, struct load_abandon *out,
  * so that changing P does not shift the lengths of later requests.
  */
 void
-load_plan_next(struct load_rng *r, const struct load_range *prompt,
+load_plan_next(struct rng *r, const struct load_range *prompt,
     const struct load_range *output, const struct load_abandon *abandon,
     struct load_plan *out)
 {
@@ -403,7 +348,7 @@ load_plan_next(struct load_rng *r, const struct load_range *prompt,
 	    load_rng_range(r, prompt->min, prompt->max);
 	out->output_tokens = output->min == output->max ? output->min :
 	    load_rng_range(r, output->min, output->max);
-	u = load_rng_uniform(r);
+	u = rng_unit(r);
 	out->abandon_after = abandon != NULL && u < abandon->fraction ?
 	    abandon->after_tokens : 0;
 }

@@ -1,9 +1,10 @@
 /*
- * load_report.h - the pure part of `tokbench load`: its seeded PRNG, the
- * per-request plan (lengths, abandonment), the parsers of its command-line
- * specs, and the report math. No I/O, no clock, no libcurl: everything
- * here is a function of its arguments, so it is unit-tested on known
- * samples (tests/unit/test_load_report.c).
+ * load_report.h - the pure part of `tokbench load`: its draws from the
+ * seeded PRNG (common/rng.h), the per-request plan (lengths,
+ * abandonment), the parsers of its command-line specs, and the report
+ * math. No I/O, no clock, no libcurl: everything here is a function of
+ * its arguments, so it is unit-tested on known samples
+ * (tests/unit/test_load_report.c).
  *
  * The metrics follow vLLM's `vllm bench serve` (benchmarks/serve.py,
  * calculate_metrics()), in milliseconds:
@@ -29,39 +30,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/rng.h"
 #include "common/ts.h"
 #include "bench/stats.h"
 
-/* ---- seeded PRNG: xoshiro256** (Blackman and Vigna, 2018) ----------- */
-
-/* Generator state; seed with load_rng_seed(). */
-struct load_rng {
-	uint64_t s[4];
-};
+/* ---- draws from the seeded PRNG (common/rng.h) ----------------------- */
 
 /*
- * Fills the state from (seed, stream) with SplitMix64, so one --seed gives
- * independent sequences for independent uses (stream 1 the arrivals,
- * stream 2 the request plans). The same pair always gives the same
- * sequence, on any machine.
+ * Seeds the xoshiro256** generator r from (seed, stream): the stream
+ * number goes through one SplitMix64 step and is XORed into the seed, so
+ * one --seed gives independent sequences for independent uses (stream 1
+ * the arrivals, stream 2 the request plans) and (seed, 1) and
+ * (seed + 1, 0) do not start from neighbouring states. The same pair
+ * always gives the same sequence, on any machine.
  */
-void load_rng_seed(struct load_rng *r, uint64_t seed, uint64_t stream);
+void load_rng_seed(struct rng *r, uint64_t seed, uint64_t stream);
 
-/* Next 64 random bits. */
-uint64_t load_rng_next(struct load_rng *r);
-
-/* Uniform double in [0, 1), 53 random bits. */
-double load_rng_uniform(struct load_rng *r);
-
-/* Uniform integer in [lo, hi] (lo <= hi), unbiased (rejection). */
-long load_rng_range(struct load_rng *r, long lo, long hi);
+/*
+ * Uniform integer in [lo, hi] (lo <= hi; lo for hi < lo), unbiased:
+ * rejection from the largest multiple of the span below 2^64, so every
+ * value is equally likely and any span of longs works (rng_bounded()
+ * draws 32 bits, and its values would change every --seed's plans).
+ */
+long load_rng_range(struct rng *r, long lo, long hi);
 
 /*
  * One exponential inter-arrival time of a Poisson process with `rate`
- * events per second (> 0), in milliseconds: -ln(1 - U) / rate * 1000.
- * Mean 1000 / rate ms. Returns 0 for a rate that is not > 0.
+ * events per second (> 0), in milliseconds: -ln(1 - U) / rate * 1000,
+ * U from rng_unit(). Mean 1000 / rate ms. Returns 0 for a rate that is
+ * not > 0.
  */
-double load_rng_exp_ms(struct load_rng *r, double rate);
+double load_rng_exp_ms(struct rng *r, double rate);
 
 /* ---- command-line specs ---------------------------------------------- */
 
@@ -147,7 +146,7 @@ struct load_plan {
  * length, output length, abandon choice; a fixed length draws nothing), so
  * request i gets the same plan for a given seed whatever the timing.
  */
-void load_plan_next(struct load_rng *r, const struct load_range *prompt,
+void load_plan_next(struct rng *r, const struct load_range *prompt,
     const struct load_range *output, const struct load_abandon *abandon,
     struct load_plan *out);
 

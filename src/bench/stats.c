@@ -108,8 +108,9 @@ stats_mean(const double *v, size_t n, double *out)
 	return TS_OK;
 }
 
-enum ts_err
-stats_min(const double *v, size_t n, double *out)
+/* The smallest (sign 1) or largest (sign -1) of v[0..n). */
+static enum ts_err
+stats_extreme(const double *v, size_t n, double sign, double *out)
 {
 	double m;
 	size_t i;
@@ -117,25 +118,22 @@ stats_min(const double *v, size_t n, double *out)
 	if (n == 0 || stats_has_nan(v, n))
 		return TS_EINVAL;
 	for (m = v[0], i = 1; i < n; i++)
-		if (v[i] < m)
+		if (sign * v[i] < sign * m)
 			m = v[i];
 	*out = m;
 	return TS_OK;
 }
 
 enum ts_err
+stats_min(const double *v, size_t n, double *out)
+{
+	return stats_extreme(v, n, 1.0, out);
+}
+
+enum ts_err
 stats_max(const double *v, size_t n, double *out)
 {
-	double m;
-	size_t i;
-
-	if (n == 0 || stats_has_nan(v, n))
-		return TS_EINVAL;
-	for (m = v[0], i = 1; i < n; i++)
-		if (v[i] > m)
-			m = v[i];
-	*out = m;
-	return TS_OK;
+	return stats_extreme(v, n, -1.0, out);
 }
 
 enum ts_err

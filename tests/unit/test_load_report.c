@@ -414,7 +414,7 @@ test_rng_reproducible(void **state)
 	static const uint64_t ref_out[] = {
 		11520, 0, 1509978240, UINT64_C(1215971899390074240),
 	};
-	struct load_rng a, b, c, d;
+	struct rng a, b, c, d;
 	size_t i, same_c = 0, same_d = 0;
 	uint64_t x;
 
@@ -424,22 +424,22 @@ test_rng_reproducible(void **state)
 	load_rng_seed(&c, 43, 1);
 	load_rng_seed(&d, 42, 2);
 	for (i = 0; i < 1000; i++) {
-		x = load_rng_next(&a);
-		assert_true(x == load_rng_next(&b));
-		same_c += x == load_rng_next(&c);
-		same_d += x == load_rng_next(&d);
+		x = rng_next(&a);
+		assert_true(x == rng_next(&b));
+		same_c += x == rng_next(&c);
+		same_d += x == rng_next(&d);
 	}
 	/* another seed or another stream is another sequence */
 	assert_int_equal(same_c, 0);
 	assert_int_equal(same_d, 0);
 	/* pinned: a plan must not change under a --seed between versions */
 	load_rng_seed(&a, 0, 1);
-	x = load_rng_next(&a);
+	x = rng_next(&a);
 	assert_true(x == UINT64_C(0xee127fe613436e33));
 	/* xoshiro256** from the state {1, 2, 3, 4}: the reference outputs */
 	memcpy(a.s, ref_state, sizeof(ref_state));
 	for (i = 0; i < NELEM(ref_out); i++)
-		assert_true(load_rng_next(&a) == ref_out[i]);
+		assert_true(rng_next(&a) == ref_out[i]);
 }
 
 /*
@@ -452,7 +452,7 @@ test_exp_interarrival(void **state)
 {
 	const size_t n = 200000;
 	const double rate = 4.0, mean = 1000.0 / rate;
-	struct load_rng r, r2;
+	struct rng r, r2;
 	double x, sum = 0, ss = 0, sd, over = 0, m;
 	size_t i;
 
@@ -481,7 +481,7 @@ static void
 test_rng_range(void **state)
 {
 	size_t count[6] = {0}, i;
-	struct load_rng r;
+	struct rng r;
 	long x;
 
 	(void)state;
@@ -502,7 +502,7 @@ test_rng_range(void **state)
 		assert_true(x >= -3 && x <= -1);
 	}
 	for (i = 0; i < 100; i++)
-		assert_true(load_rng_uniform(&r) < 1.0);
+		assert_true(rng_unit(&r) < 1.0);
 }
 
 static void
@@ -511,7 +511,7 @@ test_plans(void **state)
 	const struct load_range fixed = {8, 8}, out = {10, 20};
 	const struct load_abandon quarter = {0.25, 3}, none = {0, 3},
 	    all = {1, 3};
-	struct load_rng r, r2;
+	struct rng r, r2;
 	struct load_plan p, p2;
 	size_t i, abandoned = 0, lo = 0, hi = 0;
 

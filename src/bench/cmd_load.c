@@ -1,0 +1,357 @@
+/*
+ * cmd_load.c - `tokbench load`: many /stream requests at once, measured
+ * like vLLM's `vllm bench serve` (definitions in load_report.h). Runs the
+ * traffic of the command line (load_opts.h, load_sched.h) through the
+ * driver (load_drive.h): builds each request, counts what became of each
+ * one, then prints the report (load_output.h).
+ *
+ * A request's fate is one of: completed ([DONE] without an error event),
+ * abandoned (--abandon: we hung up on purpose after K token events), or
+ * failed, by kind (load_report.h, enum load_fail). Requests in flight at
+ * the bound run to their end or their --timeout; the benchmark duration
+ * runs from the start to the end of the last request, as in vLLM.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "bench/cmd.h"
+
+#include <sys/resource.h>
+#include <sys/time.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "bench/load.h"
+#include "bench/load_drive.h"
+#include "bench/load_output.h"
+#include "bench/msg.h"
+#include "bench/text.h"
+
+/* A run in progress: the record for the report, and what every request
+ * is built from. */
+struct cmd_load_run {
+	struct load_run rec;
+	struct load_drive drive;
+	struct load_sched sched;
+	char *prompt;           /* "hello+hello+..." for the longest prompt */
+};
+
+/* Set by SIGINT: start no new request, let those in flight end. */
+static volatile sig_atomic_t cmd_load_interrupted;
+
+/* SIGINT: stop starting requests; a second ^C kills (SA_RESETHAND). */
+static void
+cmd_load_on_sigint(int sig)
+{
+	(void)sig;
+	cmd_load_interrupted = 1;
+}
+
+/* Bytes of the query text of a prompt of `tokens` words ("hello", then
+ * "+hello" each). */
+static size_t
+cmd_load_prompt_len(long tokens)
+{
+	return 5 + 6 * (size_t)(tokens - 1);
+}
+
+/*
+ * The driver's make: the URL of the plan, /stream?prompt=<prompt_tokens
+ * words>&max_tokens=<output_tokens>, plus the latency overrides. The
+ * words are "hello" then " hello" ('+' in a query), each one token of
+ * tokstream's vocabulary, so the server counts exactly prompt_tokens
+ * (other servers' tokenizers: about that many). A request that abandons
+ * hangs up after abandon_after tokens, with a reset under --abandon-rst.
+ */
+static struct req *
+cmd_load_make(void *ud, const struct load_plan *p)
+{
+	struct cmd_load_run *run = ud;
+	const struct load_opts *o = run->rec.o;
+	struct req *q;
+
+	q = req_new((long)ceil(o->timeout_s * 1000.0),
+	    (size_t)p->abandon_after, p->abandon_after > 0 && o->abandon_rst,
+	    0);
+	if (q == NULL)
+		return NULL;
+	q->prompt_tokens = p->prompt_tokens;
+	req_set_url(q, req_stream_url(o->url, run->prompt,
+	    cmd_load_prompt_len(p->prompt_tokens), p->output_tokens,
+	    o->tpot_ms, o->prefill_ms));
+	return q;
+}
+
+/* True when the id (s, n) is printable ASCII: it goes into JSON and
+ * onto terminals. */
+static int
+cmd_load_ascii_id(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0;
+	return n > 0;
+}
+
+/* Keeps the first message of a failure kind: the status, and what went
+ * wrong as req.h tells it. */
+static void
+cmd_load_example(struct load_run *rec, const struct req *q,
+    enum load_fail kind)
+{
+	char *txt = NULL, *buf;
+	const char *msg;
+	size_t n;
+
+	if (rec->fail_example[kind] != NULL)
+		return;
+	switch (kind) {
+	case LOAD_FAIL_PROTOCOL:
+		msg = q->fail;
+		break;
+	case LOAD_FAIL_HTTP_429:
+	case LOAD_FAIL_HTTP_5XX:
+	case LOAD_FAIL_HTTP_OTHER:
+		msg = txt = text_error_body(&q->body);
+		break;
+	case LOAD_FAIL_SSE_ERROR:
+		n = strlen(q->error_text) + 64;
+		msg = txt = xmalloc(n);
+		snprintf(txt, n, "error event after %zu tokens: %s",
+		    q->error_after, q->error_text);
+		break;
+	default:
+		msg = req_detail(q);
+		break;
+	}
+	n = (msg != NULL ? strlen(msg) : 0) + 32;
+	buf = xmalloc(n);
+	if (msg == NULL)
+		snprintf(buf, n, "HTTP %ld", q->status);
+	else if (q->status == 0)
+		snprintf(buf, n, "%s", msg);
+	else
+		snprintf(buf, n, "HTTP %ld: %s", q->status, msg);
+	rec->fail_example[kind] = buf;
+	free(txt);
+}
+
+/*
+ * The driver's end: counts the request as completed (its E2E latency
+ * ends at data: [DONE], see load_drive.c), abandoned (its stream id
+ * kept) or failed (the first message of each kind kept), and frees it.
+ */
+static void
+cmd_load_end(void *ud, struct req *q)
+{
+	struct cmd_load_run *run = ud;
+	struct load_run *rec = &run->rec;
+	enum load_fail kind = LOAD_FAIL_TRANSPORT;
+
+	switch (req_fate(q, &kind)) {
+	case REQ_COMPLETED:
+		load_acc_completed(&rec->acc, q->prompt_tokens,
+		    q->arrival_ms, q->ntokens, q->done_ms);
+		break;
+	case REQ_STOPPED:
+		load_acc_abandoned(&rec->acc, q->ntokens);
+		if (cmd_load_ascii_id(q->request_id, q->request_id_len))
+			json_array_append_new(rec->abandoned_ids,
+			    json_stringn(q->request_id, q->request_id_len));
+		else
+			rec->abandoned_no_id++;
+		break;
+	case REQ_FAILED:
+		load_acc_failed(&rec->acc, kind);
+		cmd_load_example(rec, q, kind);
+		break;
+	}
+	req_free(q);
+}
+
+/* The driver's progress: one line on stderr. */
+static void
+cmd_load_progress(void *ud, double now_ms)
+{
+	const struct cmd_load_run *run = ud;
+	const struct load_acc *a = &run->rec.acc;
+
+	fprintf(stderr, "tokbench load: %7.1f s started=%zu completed=%zu "
+	    "abandoned=%zu failed=%zu in_flight=%zu", now_ms / 1e3,
+	    run->drive.started, a->completed, a->abandoned, a->failed,
+	    run->drive.in_flight);
+	if (run->rec.o->traffic.rate > 0)
+		fprintf(stderr, " waiting=%zu", run->sched.waiting);
+	fputc('\n', stderr);
+}
+
+/*
+ * Raises the soft limit on open files to the hard one: every request in
+ * flight holds a socket, and 1024 is the usual soft limit.
+ */
+static void
+cmd_load_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* User plus system CPU time of this process so far, in seconds (0 when
+ * getrusage fails): whether the client itself limited the run. */
+static double
+cmd_load_cpu_s(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0.0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/*
+ * Tells and writes the report of a run that ended: the text on stdout
+ * (stderr when the JSON goes to stdout), then the JSON. Returns the exit
+ * status (see cmd.h and the help text).
+ */
+static int
+cmd_load_report(struct cmd_load_run *run, double duration_s)
+{
+	const struct load_opts *o = run->rec.o;
+	struct load_run *rec = &run->rec;
+	struct load_report rep;
+	json_t *j;
+	int ret = 0;
+
+	rec->started = run->drive.started;
+	rec->max_in_flight = run->drive.max_in_flight;
+	rec->not_started = run->sched.not_started;
+	rec->client_cpu_s = cmd_load_cpu_s();
+	if (load_report_compute(&rec->acc, duration_s, &rep) != TS_OK) {
+		msg_err("a latency sample is not a number");
+		return 1;
+	}
+	if (rep.completed == 0 && rep.abandoned == 0 && rep.failed > 0 &&
+	    rec->acc.fail[LOAD_FAIL_CONNECT] == rep.failed) {
+		/* the server is down: one line, like the other commands */
+		msg_err("cannot reach %s: %s; " MSG_START_HINT, o->url,
+		    rec->fail_example[LOAD_FAIL_CONNECT]);
+		return 1;
+	}
+	load_output_text(o->json_path != NULL &&
+	    strcmp(o->json_path, "-") == 0 ? stderr : stdout, rec, &rep);
+	fflush(stdout);
+	if (o->json_path != NULL) {
+		j = load_output_json(rec, &rep);
+		if (load_output_write_json(o->json_path, j) != TS_OK)
+			ret = 1;
+		json_decref(j);
+	}
+	if (rep.completed == 0 && rep.abandoned == 0) {
+		msg_err("no request completed or was abandoned: nothing was "
+		    "measured");
+		ret = 1;
+	}
+	return ret;
+}
+
+/*
+ * The benchmark: sets up the shared prompt, the schedule and the driver,
+ * catches ^C, runs the traffic, prints the report. Returns the exit
+ * status.
+ */
+static int
+cmd_load_run(const struct load_opts *o)
+{
+	const struct load_traffic *t = &o->traffic;
+	struct cmd_load_run run;
+	struct load_drive_ops ops;
+	struct sigaction sa, old_sa;
+	double duration_s = 0.0;
+	size_t i, plen;
+	int ret = 1, have_sa;
+
+	memset(&run, 0, sizeof(run));
+	run.rec.o = o;
+	load_acc_init(&run.rec.acc, &o->slo);
+	run.rec.abandoned_ids = json_array();
+	plen = cmd_load_prompt_len(t->prompt.max);
+	run.prompt = xmalloc(plen + 1);
+	memcpy(run.prompt, "hello", 5);
+	for (i = 5; i < plen; i += 6)
+		memcpy(run.prompt + i, "+hello", 6);
+	run.prompt[plen] = '\0';
+	memset(&ops, 0, sizeof(ops));
+	ops.make = cmd_load_make;
+	ops.end = cmd_load_end;
+	ops.progress = o->quiet ? NULL : cmd_load_progress;
+	ops.ud = &run;
+	load_sched_init(&run.sched, t, &cmd_load_interrupted, o->quiet);
+
+	cmd_load_raise_nofile();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = cmd_load_on_sigint;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	have_sa = sigaction(SIGINT, &sa, &old_sa) == 0;
+	cmd_load_interrupted = 0;
+
+	if (load_drive_init(&run.drive) != TS_OK)
+		goto out;
+	if (!o->quiet) {
+		if (t->rate > 0)
+			msg_err("%s/stream: open loop, Poisson %g req/s, max "
+			    "concurrency %ld (0 = none)", o->url, t->rate,
+			    t->max_concurrency);
+		else
+			msg_err("%s/stream: closed loop, concurrency %ld",
+			    o->url, t->concurrency);
+	}
+	if (load_drive_run(&run.drive, &run.sched, &ops, &duration_s) !=
+	    TS_OK)
+		goto out;
+	if (!o->quiet)
+		cmd_load_progress(&run, duration_s * 1e3);
+	ret = cmd_load_report(&run, duration_s);
+out:
+	if (have_sa)
+		sigaction(SIGINT, &old_sa, NULL);
+	/* only after an error: requests still in flight */
+	load_drive_free(&run.drive);
+	for (i = 0; i < LOAD_FAIL_COUNT; i++)
+		free(run.rec.fail_example[i]);
+	json_decref(run.rec.abandoned_ids);
+	load_acc_free(&run.rec.acc);
+	free(run.prompt);
+	return ret;
+}
+
+/* load: parses its own command line (argv[0] is "load"). */
+static int
+cmd_load_main(int argc, char **argv)
+{
+	struct load_opts o;
+	int ret;
+
+	msg_init("tokbench load");
+	if ((ret = load_opts_parse(argc, argv, &o)) >= 0)
+		return ret;
+	ret = cmd_load_run(&o);
+	free(o.url);
+	return ret;
+}
+
+const struct opts_cmd cmd_load = {
+	"load", NULL, NULL, NULL, NULL, 0, 0, cmd_load_main
+};

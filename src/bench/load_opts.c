@@ -1,0 +1,292 @@
+/*
+ * load_opts.c - the command line of `tokbench load` (load_opts.h).
+ */
+#include "bench/load_opts.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench/msg.h"
+#include "bench/opts.h"
+
+#define LOAD_DEFAULT_PROMPT_TOKENS 32
+#define LOAD_DEFAULT_OUTPUT_TOKENS 64
+#define LOAD_DEFAULT_TIMEOUT_S 60.0
+/* lighttpd refuses a URI over ~32 KB; "+hello" is 6 bytes a token */
+#define LOAD_PROMPT_TOKENS_MAX 4000
+#define LOAD_OUTPUT_TOKENS_MAX 8192     /* the server's max_tokens cap */
+#define LOAD_CONCURRENCY_MAX 100000
+#define LOAD_REQUESTS_MAX 100000000L
+#define LOAD_RATE_MAX 1e6               /* requests per second */
+#define LOAD_DURATION_MAX 86400.0 * 30  /* seconds */
+
+static const char load_opts_usage[] =
+    "usage: tokbench load (--concurrency C | --rate R [--max-concurrency M])\n"
+    "                     (--requests N | --duration S) [options]\n"
+    "Runs many GET /stream requests at once and prints vLLM-style serving\n"
+    "metrics (vllm bench serve): TTFT, TPOT, ITL, E2E latency (mean, median,\n"
+    "p90, p99 in ms; nearest-rank), request and token throughput, goodput.\n"
+    "Traffic (default --concurrency 1):\n"
+    "  -c, --concurrency C       closed loop: C requests always in flight\n"
+    "  -r, --rate R              open loop: Poisson arrivals, R requests/s\n"
+    "      --max-concurrency M   open loop: at most M in flight; arrivals "
+    "wait\n"
+    "Bound (at least one; both: whichever comes first):\n"
+    "  -n, --requests N          start N requests\n"
+    "  -d, --duration S          start no request after S seconds; those "
+    "in\n"
+    "                            flight then run to their end\n"
+    "Requests:\n"
+    "  -u, --url BASE            server base URL (default "
+    OPTS_DEFAULT_URL ")\n"
+    "      --prompt-tokens N|MIN:MAX  prompt length in tokens, fixed or\n"
+    "                            uniform (default 32, at most 4000): "
+    "\"hello\"\n"
+    "                            repeated, one token each in tokstream's\n"
+    "                            vocabulary (other tokenizers: about N)\n"
+    "      --output-tokens N|MIN:MAX  max_tokens, fixed or uniform "
+    "(default 64)\n"
+    "      --seed N              PRNG seed of arrivals, lengths and "
+    "abandons\n"
+    "                            (default 0; same seed, same plan)\n"
+    "      --tpot-ms MS          ask the server for this TPOT (tpot_ms=)\n"
+    "      --prefill-ms MS       ask the server for this prefill "
+    "(prefill_ms=)\n"
+    "      --timeout SEC         limit for each whole request (default "
+    "60)\n"
+    "      --abandon P:K         a share P (0..1) of the requests hang up\n"
+    "                            after K token events (FIN); counted as\n"
+    "                            abandoned, not as failures or in the "
+    "latencies\n"
+    "      --abandon-rst         hang up with a TCP reset (SO_LINGER 0)\n"
+    "Report:\n"
+    "      --goodput SPEC        SLOs in ms, e.g. \"ttft:500 tpot:50\" (keys\n"
+    "                            ttft, tpot, e2el; repeatable): goodput =\n"
+    "                            completed requests meeting all of them / s\n"
+    "      --json FILE           also write the report as one JSON object\n"
+    "                            (\"-\": on stdout; the text goes to "
+    "stderr)\n"
+    "  -q, --quiet               no progress lines on stderr\n"
+    "Exit status: 0 report written, 1 nothing measured (no request "
+    "completed\n"
+    "or was abandoned) or the JSON could not be written, 2 usage error.\n";
+
+/* getopt_long codes of load's own options; --url, --timeout, --tpot-ms,
+ * --prefill-ms and --help are the lab steps' (opts.h). */
+enum {
+	LOAD_OPT_CONCURRENCY = 'c',
+	LOAD_OPT_RATE = 'r',
+	LOAD_OPT_REQUESTS = 'n',
+	LOAD_OPT_DURATION = 'd',
+	LOAD_OPT_QUIET = 'q',
+	LOAD_OPT_MAX_CONCURRENCY = OPTS_PREFILL + 1,
+	LOAD_OPT_PROMPT_TOKENS,
+	LOAD_OPT_OUTPUT_TOKENS,
+	LOAD_OPT_SEED,
+	LOAD_OPT_GOODPUT,
+	LOAD_OPT_ABANDON,
+	LOAD_OPT_ABANDON_RST,
+	LOAD_OPT_JSON
+};
+
+static const struct option load_opts_longopts[] = {
+	OPTS_LONG_URL,
+	{"concurrency", required_argument, NULL, LOAD_OPT_CONCURRENCY},
+	{"rate", required_argument, NULL, LOAD_OPT_RATE},
+	{"max-concurrency", required_argument, NULL,
+	    LOAD_OPT_MAX_CONCURRENCY},
+	{"requests", required_argument, NULL, LOAD_OPT_REQUESTS},
+	{"duration", required_argument, NULL, LOAD_OPT_DURATION},
+	{"prompt-tokens", required_argument, NULL, LOAD_OPT_PROMPT_TOKENS},
+	{"output-tokens", required_argument, NULL, LOAD_OPT_OUTPUT_TOKENS},
+	{"seed", required_argument, NULL, LOAD_OPT_SEED},
+	{"goodput", required_argument, NULL, LOAD_OPT_GOODPUT},
+	{"abandon", required_argument, NULL, LOAD_OPT_ABANDON},
+	{"abandon-rst", no_argument, NULL, LOAD_OPT_ABANDON_RST},
+	OPTS_LONG_TIMEOUT,
+	OPTS_LONG_TIMING,
+	{"json", required_argument, NULL, LOAD_OPT_JSON},
+	{"quiet", no_argument, NULL, LOAD_OPT_QUIET},
+	OPTS_LONG_HELP,
+	OPTS_LONG_END
+};
+
+/*
+ * optarg as a decimal integer in [lo, hi] (digits only, after an
+ * optional '-') into *out, for option `opt`; `what` names the unit in
+ * the message. Returns -1 to go on, else the exit status 2.
+ */
+static int
+load_opts_long(const char *opt, const char *what, long lo, long hi,
+    long *out)
+{
+	struct load_range r;
+
+	if (strchr(optarg, ':') == NULL &&
+	    load_parse_range(optarg, lo, hi, &r, NULL) == TS_OK) {
+		*out = r.min;
+		return -1;
+	}
+	return msg_usage("load", "bad %s '%s': want %s from %ld to %ld", opt,
+	    optarg, what, lo, hi);
+}
+
+/* optarg as seconds, a plain decimal number in [0.001, hi], into *out,
+ * for option `opt`. Returns -1 to go on, else the exit status 2. */
+static int
+load_opts_seconds(const char *opt, double hi, double *out)
+{
+	if (load_parse_number(optarg, 0.001, hi, out) == TS_OK)
+		return -1;
+	return msg_usage("load", "bad %s '%s': want seconds from 0.001 to "
+	    "%.0f", opt, optarg, hi);
+}
+
+/* The verdict rc of a spec parser (load_report.h) on optarg, for option
+ * `opt`. Returns -1 to go on, else the exit status 2. */
+static int
+load_opts_spec(const char *opt, enum ts_err rc,
+    const struct load_perr *perr)
+{
+	if (rc == TS_OK)
+		return -1;
+	return msg_usage("load", "bad %s '%s' at %d: %s", opt, optarg,
+	    perr->position, perr->text);
+}
+
+/*
+ * Applies option c (getopt's optarg) to *o; *url and *have_abandon note
+ * --url and --abandon. Returns -1 to go on, else the exit status.
+ */
+static int
+load_opts_one(int c, char **argv, struct load_opts *o, const char **url,
+    int *have_abandon)
+{
+	struct load_traffic *t = &o->traffic;
+	struct load_perr perr;
+
+	switch (c) {
+	case OPTS_HELP:
+		fputs(load_opts_usage, stdout);
+		return 0;
+	case OPTS_URL:
+		if (optarg[0] == '\0')
+			return msg_usage("load", "empty --url");
+		*url = optarg;
+		return -1;
+	case LOAD_OPT_CONCURRENCY:
+		return load_opts_long("--concurrency", "an integer", 1,
+		    LOAD_CONCURRENCY_MAX, &t->concurrency);
+	case LOAD_OPT_MAX_CONCURRENCY:
+		return load_opts_long("--max-concurrency", "an integer", 1,
+		    LOAD_CONCURRENCY_MAX, &t->max_concurrency);
+	case LOAD_OPT_RATE:
+		if (load_parse_number(optarg, 1e-6, LOAD_RATE_MAX,
+		    &t->rate) != TS_OK || !(t->rate > 0))
+			return msg_usage("load", "bad --rate '%s': want "
+			    "requests per second, a number > 0 and <= %g",
+			    optarg, LOAD_RATE_MAX);
+		return -1;
+	case LOAD_OPT_REQUESTS:
+		return load_opts_long("--requests", "an integer", 1,
+		    LOAD_REQUESTS_MAX, &t->requests);
+	case LOAD_OPT_DURATION:
+		return load_opts_seconds("--duration", LOAD_DURATION_MAX,
+		    &t->duration_s);
+	case LOAD_OPT_PROMPT_TOKENS:
+		return load_opts_spec("--prompt-tokens",
+		    load_parse_range(optarg, 1, LOAD_PROMPT_TOKENS_MAX,
+		    &t->prompt, &perr), &perr);
+	case LOAD_OPT_OUTPUT_TOKENS:
+		return load_opts_spec("--output-tokens",
+		    load_parse_range(optarg, 1, LOAD_OUTPUT_TOKENS_MAX,
+		    &t->output, &perr), &perr);
+	case LOAD_OPT_SEED:
+		if (load_parse_u64(optarg, &t->seed) != TS_OK)
+			return msg_usage("load", "bad --seed '%s': want an "
+			    "integer from 0 to %" PRIu64, optarg, UINT64_MAX);
+		return -1;
+	case LOAD_OPT_GOODPUT:
+		return load_opts_spec("--goodput",
+		    load_parse_goodput(optarg, &o->slo, &perr), &perr);
+	case LOAD_OPT_ABANDON:
+		*have_abandon = 1;
+		return load_opts_spec("--abandon",
+		    load_parse_abandon(optarg, LOAD_OUTPUT_TOKENS_MAX,
+		    &t->abandon, &perr), &perr);
+	case LOAD_OPT_ABANDON_RST:
+		o->abandon_rst = 1;
+		return -1;
+	case OPTS_TIMEOUT:
+		return load_opts_seconds("--timeout", 86400.0,
+		    &o->timeout_s);
+	case OPTS_TPOT:
+		return load_opts_long("--tpot-ms", "milliseconds", 0, 10000,
+		    &o->tpot_ms);
+	case OPTS_PREFILL:
+		return load_opts_long("--prefill-ms", "milliseconds", 0,
+		    60000, &o->prefill_ms);
+	case LOAD_OPT_JSON:
+		if (optarg[0] == '\0')
+			return msg_usage("load", "empty --json");
+		o->json_path = optarg;
+		return -1;
+	case LOAD_OPT_QUIET:
+		o->quiet = 1;
+		return -1;
+	default:
+		return opts_bad_option("load", c, argv);
+	}
+}
+
+/* The checks that need every option come after the loop. */
+int
+load_opts_parse(int argc, char **argv, struct load_opts *o)
+{
+	struct load_traffic *t = &o->traffic;
+	const char *url = OPTS_DEFAULT_URL;
+	int c, ret, have_abandon = 0;
+
+	memset(o, 0, sizeof(*o));
+	t->prompt.min = t->prompt.max = LOAD_DEFAULT_PROMPT_TOKENS;
+	t->output.min = t->output.max = LOAD_DEFAULT_OUTPUT_TOKENS;
+	o->timeout_s = LOAD_DEFAULT_TIMEOUT_S;
+	o->tpot_ms = -1;
+	o->prefill_ms = -1;
+	load_slo_init(&o->slo);
+
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":hqu:c:r:n:d:",
+	    load_opts_longopts, NULL)) != -1) {
+		ret = load_opts_one(c, argv, o, &url, &have_abandon);
+		if (ret >= 0)
+			return ret;
+	}
+	if (optind < argc)
+		return msg_usage("load", "unexpected argument '%s'",
+		    argv[optind]);
+	if (t->concurrency > 0 && t->rate > 0)
+		return msg_usage("load", "--concurrency (closed loop) and "
+		    "--rate (open loop) exclude each other");
+	if (t->max_concurrency > 0 && t->rate == 0)
+		return msg_usage("load", "--max-concurrency caps the open "
+		    "loop of --rate; for a closed loop use --concurrency");
+	if (t->rate == 0 && t->concurrency == 0)
+		t->concurrency = 1;
+	if (t->requests == 0 && t->duration_s == 0)
+		return msg_usage("load", "give --requests N or --duration S "
+		    "(or both)");
+	if (o->abandon_rst && !have_abandon)
+		return msg_usage("load", "--abandon-rst needs --abandon P:K");
+	if (have_abandon && t->abandon.after_tokens > t->output.max)
+		return msg_usage("load", "--abandon K=%ld is more than the "
+		    "largest --output-tokens %ld: no request would hang up",
+		    t->abandon.after_tokens, t->output.max);
+	o->url = opts_base_url(url);
+	return -1;
+}
+

@@ -1,0 +1,31 @@
+/*
+ * load_opts.h - the command line of `tokbench load`: its settings, and
+ * the parser that reads and checks them (the help text is
+ * `tokbench load --help`).
+ */
+#ifndef BENCH_LOAD_OPTS_H
+#define BENCH_LOAD_OPTS_H
+
+#include "bench/load_report.h"
+#include "bench/load_sched.h"
+
+/* Settings from the command line. */
+struct load_opts {
+	char *url;              /* base URL, trailing '/' removed; owned */
+	struct load_traffic traffic;
+	struct load_slo slo;
+	int abandon_rst;        /* abandon with a TCP reset, not a FIN */
+	double timeout_s;       /* whole request */
+	long tpot_ms, prefill_ms;       /* sent when >= 0 */
+	const char *json_path;  /* --json FILE or "-"; NULL none; argv */
+	int quiet;
+};
+
+/*
+ * Parses argv (argv[0] is "load") into *o. Returns -1 to go on (then free
+ * o->url), else the exit status: 0 after --help, 2 after a usage error
+ * (one line printed).
+ */
+int load_opts_parse(int argc, char **argv, struct load_opts *o);
+
+#endif /* BENCH_LOAD_OPTS_H */

@@ -1,0 +1,327 @@
+/*
+ * load_output.c - the text and JSON report of a load run
+ * (load_output.h).
+ */
+#include "bench/load_output.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/client.h"
+#include "bench/msg.h"
+#include "bench/stats.h"
+
+/* One "label: value" line of the text report, vLLM's {:<40} {:<10}. */
+static void
+load_output_f(FILE *f, const char *label, double v)
+{
+	fprintf(f, "%-40s %.2f\n", label, v);
+}
+
+static void
+load_output_u(FILE *f, const char *label, uint64_t v)
+{
+	fprintf(f, "%-40s %" PRIu64 "\n", label, v);
+}
+
+/* A centred title padded with `c` to 50 columns, as vLLM prints them. */
+static void
+load_output_title(FILE *f, const char *title, char c)
+{
+	size_t n = strlen(title), left, right, i;
+
+	left = n < 50 ? (50 - n) / 2 : 0;
+	right = n < 50 ? 50 - n - left : 0;
+	for (i = 0; i < left; i++)
+		fputc(c, f);
+	fputs(title, f);
+	for (i = 0; i < right; i++)
+		fputc(c, f);
+	fputc('\n', f);
+}
+
+/* The statistics of a metric, in the order of the JSON report; `text`
+ * names those the text report shows (NULL: JSON only). */
+static const struct {
+	const char *json, *text;
+	size_t off;             /* of the double in struct load_metric */
+} load_output_stats[] = {
+	{"mean", "Mean", offsetof(struct load_metric, mean)},
+	{"median", "Median", offsetof(struct load_metric, median)},
+	{"std", NULL, offsetof(struct load_metric, std)},
+	{"p90", "P90", offsetof(struct load_metric, p90)},
+	{"p99", "P99", offsetof(struct load_metric, p99)},
+	{"min", NULL, offsetof(struct load_metric, min)},
+	{"max", NULL, offsetof(struct load_metric, max)},
+};
+
+#define LOAD_OUTPUT_NSTATS \
+	(sizeof(load_output_stats) / sizeof(load_output_stats[0]))
+
+/* Statistic i of load_output_stats[] of m. */
+static double
+load_output_stat(const struct load_metric *m, size_t i)
+{
+	double v;
+
+	memcpy(&v, (const char *)m + load_output_stats[i].off, sizeof(v));
+	return v;
+}
+
+/* The block of one metric: mean, median, p90, p99 (n/a without data). */
+static void
+load_output_metric(FILE *f, const char *title, const char *abbr,
+    const struct load_metric *m)
+{
+	char label[64];
+	size_t i;
+
+	load_output_title(f, title, '-');
+	for (i = 0; i < LOAD_OUTPUT_NSTATS; i++) {
+		if (load_output_stats[i].text == NULL)
+			continue;
+		snprintf(label, sizeof(label), "%s %s (ms):",
+		    load_output_stats[i].text, abbr);
+		if (m->n > 0)
+			load_output_f(f, label, load_output_stat(m, i));
+		else
+			fprintf(f, "%-40s n/a\n", label);
+	}
+}
+
+void
+load_output_text(FILE *f, const struct load_run *run,
+    const struct load_report *r)
+{
+	const struct load_opts *o = run->o;
+	const struct load_traffic *t = &o->traffic;
+	char buf[128];
+	size_t i;
+
+	load_output_title(f, " Serving Benchmark Result ", '=');
+	if (t->rate > 0) {
+		snprintf(buf, sizeof(buf), "open loop, Poisson %g req/s",
+		    t->rate);
+		fprintf(f, "%-40s %s\n", "Traffic:", buf);
+		if (t->max_concurrency > 0)
+			load_output_u(f, "Maximum request concurrency:",
+			    (uint64_t)t->max_concurrency);
+	} else {
+		snprintf(buf, sizeof(buf), "closed loop, concurrency %ld",
+		    t->concurrency);
+		fprintf(f, "%-40s %s\n", "Traffic:", buf);
+	}
+	load_output_u(f, "Successful requests:", r->completed);
+	if (t->abandon.fraction > 0) {
+		snprintf(buf, sizeof(buf), "Abandoned requests (after %ld "
+		    "tok, %s):", t->abandon.after_tokens,
+		    o->abandon_rst ? "RST" : "FIN");
+		load_output_u(f, buf, r->abandoned);
+	}
+	load_output_u(f, "Failed requests:", r->failed);
+	if (run->not_started > 0)
+		load_output_u(f, "Arrivals not started:", run->not_started);
+	load_output_f(f, "Benchmark duration (s):", r->duration_s);
+	load_output_f(f, "Client CPU time (s):", run->client_cpu_s);
+	load_output_u(f, "Total input tokens:", r->prompt_tokens);
+	load_output_u(f, "Total generated tokens:", r->output_tokens);
+	load_output_f(f, "Request throughput (req/s):",
+	    r->request_throughput);
+	if (load_slo_any(&o->slo))
+		load_output_f(f, "Request goodput (req/s):",
+		    r->request_goodput);
+	load_output_f(f, "Output token throughput (tok/s):",
+	    r->output_throughput);
+	load_output_f(f, "Total Token throughput (tok/s):",
+	    r->total_token_throughput);
+	load_output_u(f, "Peak concurrent requests:", run->max_in_flight);
+	load_output_metric(f, "Time to First Token", "TTFT", &r->ttft);
+	load_output_metric(f, "Time per Output Token (excl. 1st token)",
+	    "TPOT", &r->tpot);
+	load_output_metric(f, "Inter-token Latency", "ITL", &r->itl);
+	load_output_metric(f, "End-to-end Latency", "E2EL", &r->e2el);
+	if (r->failed > 0) {
+		load_output_title(f, "Failures", '-');
+		for (i = 0; i < LOAD_FAIL_COUNT; i++)
+			if (run->acc.fail[i] > 0)
+				fprintf(f, "%-40s %zu  (%s)\n",
+				    load_fail_name((enum load_fail)i),
+				    run->acc.fail[i],
+				    run->fail_example[i] != NULL ?
+				    run->fail_example[i] : "");
+	}
+	load_output_title(f, "", '=');
+}
+
+/* Adds mean_/median_/std_/p90_/p99_/min_/max_<name>_ms and
+ * count_<name> to j; null values when there are no samples. */
+static void
+load_output_json_metric(json_t *j, const char *name,
+    const struct load_metric *m)
+{
+	char key[64];
+	size_t i;
+
+	for (i = 0; i < LOAD_OUTPUT_NSTATS; i++) {
+		snprintf(key, sizeof(key), "%s_%s_ms",
+		    load_output_stats[i].json, name);
+		json_object_set_new(j, key, m->n > 0 ?
+		    json_real(load_output_stat(m, i)) : json_null());
+	}
+	snprintf(key, sizeof(key), "count_%s", name);
+	json_object_set_new(j, key, json_integer((json_int_t)m->n));
+}
+
+/* A real, or null for "not set" (negative). */
+static json_t *
+load_output_opt(double v)
+{
+	return v >= 0 ? json_real(v) : json_null();
+}
+
+/* The "settings" object: the command line, as the run understood it. */
+static json_t *
+load_output_settings(const struct load_opts *o)
+{
+	const struct load_traffic *t = &o->traffic;
+	char seed[32];
+	json_t *slo, *set;
+
+	/* a 64-bit seed may not fit json_int_t: a decimal string is exact */
+	snprintf(seed, sizeof(seed), "%" PRIu64, t->seed);
+	slo = json_pack("{s:o,s:o,s:o}",
+	    "ttft", load_output_opt(o->slo.ttft_ms),
+	    "tpot", load_output_opt(o->slo.tpot_ms),
+	    "e2el", load_output_opt(o->slo.e2el_ms));
+	set = json_pack("{s:s,s:s,s:I,s:f,s:I,s:I,s:f,s:I,s:I,s:I,s:I,s:s,"
+	    "s:f,s:I,s:b,s:f,s:o,s:o,s:o}",
+	    "url", o->url,
+	    "traffic", t->rate > 0 ? "open" : "closed",
+	    "concurrency", (json_int_t)t->concurrency,
+	    "request_rate", t->rate,
+	    "max_concurrency", (json_int_t)t->max_concurrency,
+	    "requests", (json_int_t)t->requests,
+	    "duration_s", t->duration_s,
+	    "prompt_tokens_min", (json_int_t)t->prompt.min,
+	    "prompt_tokens_max", (json_int_t)t->prompt.max,
+	    "output_tokens_min", (json_int_t)t->output.min,
+	    "output_tokens_max", (json_int_t)t->output.max,
+	    "seed", seed,
+	    "abandon_fraction", t->abandon.fraction,
+	    "abandon_after_tokens", (json_int_t)t->abandon.after_tokens,
+	    "abandon_rst", o->abandon_rst,
+	    "timeout_s", o->timeout_s,
+	    "tpot_ms", o->tpot_ms >= 0 ? json_integer(o->tpot_ms) :
+	    json_null(),
+	    "prefill_ms", o->prefill_ms >= 0 ? json_integer(o->prefill_ms) :
+	    json_null(),
+	    "goodput_slo_ms", slo);
+	return set != NULL ? set : json_null();
+}
+
+/* Adds an integer count to j. */
+static void
+load_output_count(json_t *j, const char *key, uint64_t v)
+{
+	json_object_set_new(j, key, json_integer((json_int_t)v));
+}
+
+json_t *
+load_output_json(const struct load_run *run, const struct load_report *r)
+{
+	const struct load_opts *o = run->o;
+	json_t *j = json_object(), *fails = json_object(), *ex;
+	size_t i;
+
+	ex = json_object();
+	for (i = 0; i < LOAD_FAIL_COUNT; i++) {
+		json_object_set_new(fails, load_fail_name((enum load_fail)i),
+		    json_integer((json_int_t)run->acc.fail[i]));
+		if (run->fail_example[i] != NULL)
+			json_object_set_new(ex,
+			    load_fail_name((enum load_fail)i),
+			    json_string(run->fail_example[i]));
+	}
+	json_object_set_new(j, "tokbench_version",
+	    json_string(client_version()));
+	json_object_set_new(j, "percentile_method",
+	    json_string(STATS_PERCENTILE_METHOD));
+	json_object_set_new(j, "duration", json_real(r->duration_s));
+	json_object_set_new(j, "client_cpu_s", json_real(run->client_cpu_s));
+	load_output_count(j, "started", run->started);
+	load_output_count(j, "completed", r->completed);
+	load_output_count(j, "abandoned", r->abandoned);
+	load_output_count(j, "failed", r->failed);
+	load_output_count(j, "not_started", run->not_started);
+	json_object_set_new(j, "failures", fails);
+	json_object_set_new(j, "failure_examples", ex);
+	json_object_set_new(j, "abandoned_ids",
+	    json_incref(run->abandoned_ids));
+	load_output_count(j, "abandoned_without_id", run->abandoned_no_id);
+	load_output_count(j, "abandoned_output_tokens",
+	    run->acc.abandoned_tokens);
+	load_output_count(j, "total_input_tokens", r->prompt_tokens);
+	load_output_count(j, "total_output_tokens", r->output_tokens);
+	load_output_count(j, "good_requests", r->good);
+	json_object_set_new(j, "request_throughput",
+	    json_real(r->request_throughput));
+	json_object_set_new(j, "request_goodput", load_slo_any(&o->slo) ?
+	    json_real(r->request_goodput) : json_null());
+	json_object_set_new(j, "output_throughput",
+	    json_real(r->output_throughput));
+	json_object_set_new(j, "total_token_throughput",
+	    json_real(r->total_token_throughput));
+	load_output_count(j, "max_concurrent_requests", run->max_in_flight);
+	load_output_json_metric(j, "ttft", &r->ttft);
+	load_output_json_metric(j, "tpot", &r->tpot);
+	load_output_json_metric(j, "itl", &r->itl);
+	load_output_json_metric(j, "e2el", &r->e2el);
+	json_object_set_new(j, "settings", load_output_settings(o));
+	return j;
+}
+
+enum ts_err
+load_output_write_json(const char *path, json_t *j)
+{
+	char *txt = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10));
+	enum ts_err rc = TS_ESYS;
+	FILE *f = NULL;
+	int saved;
+
+	if (txt == NULL) {
+		msg_err("cannot encode the JSON report");
+		return TS_ESYS;
+	}
+	if (strcmp(path, "-") == 0) {
+		puts(txt);
+		rc = fflush(stdout) == 0 ? TS_OK : TS_ESYS;
+		if (rc != TS_OK)
+			msg_err("cannot write the JSON report: %s",
+			    strerror(errno));
+		free(txt);
+		return rc;
+	}
+	if ((f = fopen(path, "w")) == NULL ||
+	    fputs(txt, f) == EOF || fputc('\n', f) == EOF) {
+		saved = errno;
+		msg_err("cannot write %s: %s", path, strerror(saved));
+		goto out;
+	}
+	if (fclose(f) != 0) {
+		f = NULL;
+		saved = errno;
+		msg_err("cannot write %s: %s", path, strerror(saved));
+		goto out;
+	}
+	f = NULL;
+	rc = TS_OK;
+out:
+	if (f != NULL)
+		fclose(f);
+	free(txt);
+	return rc;
+}

@@ -1,0 +1,333 @@
+/*
+ * req.c - one GET /stream request: its libcurl callbacks and its outcome
+ * (req.h).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "bench/req.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/ts.h"
+#include "bench/msg.h"
+#include "bench/text.h"
+
+static void req_violation(struct req *q, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Records the first protocol violation of a request (later ones are
+ * consequences of it and are dropped). */
+static void
+req_violation(struct req *q, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (q->fail[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(q->fail, sizeof(q->fail), fmt, ap);
+	va_end(ap);
+}
+
+/* Adds an event-log entry when the log is kept; copies (text, len). */
+static void
+req_log(struct req *q, enum req_kind kind, const char *text, size_t len)
+{
+	struct req_logent *e;
+
+	if (!q->keep_log)
+		return;
+	if (q->nlog == q->log_cap) {
+		q->log_cap = q->log_cap ? q->log_cap * 2 : 64;
+		q->log = xrealloc(q->log, q->log_cap * sizeof(*q->log));
+	}
+	e = &q->log[q->nlog++];
+	e->ms = q->chunk_ms;
+	e->kind = kind;
+	e->text = xstrndup(text, len);
+	e->len = len;
+}
+
+/*
+ * SSE event callback. Events of a type other than "message" are not
+ * tokstream's (WHATWG clients skip them); data: [DONE] ends the stream;
+ * {"error":{...}} is an error event (read on to [DONE]); JSON with a
+ * string "token" is a token event, time-stamped with its chunk's arrival.
+ * Returns TS_OK to go on, TS_EHUP after the stop_after-th token (the
+ * deliberate hang-up), TS_EINVAL on a protocol violation (q->fail says
+ * which); either stops the transfer.
+ */
+static enum ts_err
+req_on_event(void *ud, const struct sse_event *ev)
+{
+	struct req *q = ud;
+	json_error_t jerr;
+	json_t *root;
+	char *txt;
+
+	if (ev->type_len != 7 || memcmp(ev->type, "message", 7) != 0) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		return TS_OK;
+	}
+	if (ev->data_len == 6 && memcmp(ev->data, "[DONE]", 6) == 0) {
+		req_log(q, REQ_DONE, ev->data, ev->data_len);
+		if (q->done) {
+			req_violation(q, "a second data: [DONE]");
+			return TS_EINVAL;
+		}
+		q->done = 1;
+		q->done_ms = q->chunk_ms;
+		return TS_OK;
+	}
+	if (q->done) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		req_violation(q, "an event after data: [DONE]");
+		return TS_EINVAL;
+	}
+	root = json_loadb(ev->data, ev->data_len, JSON_ALLOW_NUL, &jerr);
+	if (root == NULL) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		txt = text_sanitize(ev->data, ev->data_len);
+		req_violation(q, "event %zu is not JSON (%s at column %d): %s",
+		    q->ntokens + 1, jerr.text, jerr.column, txt);
+		free(txt);
+		return TS_EINVAL;
+	}
+	if ((txt = text_error(root)) != NULL) {
+		req_log(q, REQ_ERROR, ev->data, ev->data_len);
+		if (q->error_text == NULL) {
+			q->error_text = txt;
+			q->error_after = q->ntokens;
+		} else {
+			free(txt);
+		}
+		json_decref(root);
+		return TS_OK;
+	}
+	if (!json_is_string(json_object_get(root, "token"))) {
+		json_decref(root);
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		req_violation(q, "event %zu has no string \"token\"",
+		    q->ntokens + 1);
+		return TS_EINVAL;
+	}
+	json_decref(root);
+	req_log(q, REQ_TOKEN, ev->data, ev->data_len);
+	if (q->ntokens == q->arrival_cap) {
+		q->arrival_cap = q->arrival_cap ? q->arrival_cap * 2 : 64;
+		q->arrival_ms = xrealloc(q->arrival_ms,
+		    q->arrival_cap * sizeof(*q->arrival_ms));
+	}
+	q->arrival_ms[q->ntokens++] = q->chunk_ms;
+	if (q->stop_after != 0 && q->ntokens == q->stop_after) {
+		q->stopped = 1;
+		return TS_EHUP;
+	}
+	return TS_OK;
+}
+
+/* SSE comment callback: counted, and logged. */
+static void
+req_on_comment(void *ud, const char *text, size_t len)
+{
+	struct req *q = ud;
+
+	q->ncomments++;
+	req_log(q, REQ_COMMENT, text, len);
+}
+
+/*
+ * libcurl header callback: keeps X-Request-Id (the stream id that
+ * /_debug/generated?id= knows). A status line starts a new response (1xx,
+ * redirects), so it forgets what an earlier one said. An unusable id (see
+ * client_header_line()) is forgotten too, and request_id_bad says so.
+ * Returns n (go on).
+ */
+static size_t
+req_on_header(char *ptr, size_t size, size_t nitems, void *ud)
+{
+	struct req *q = ud;
+	size_t n = size * nitems, len = 0;
+	const char *val = NULL;
+
+	switch (client_header_line(ptr, n, REQ_ID_MAX, &val, &len)) {
+	case CLIENT_HEADER_STATUS:
+		q->request_id_len = 0;
+		q->request_id_bad = 0;
+		break;
+	case CLIENT_HEADER_ID:
+		memcpy(q->request_id, val, len);
+		q->request_id[len] = '\0';
+		q->request_id_len = len;
+		q->request_id_bad = 0;
+		break;
+	case CLIENT_HEADER_ID_BAD:
+		q->request_id_len = 0;
+		q->request_id_bad = 1;
+		break;
+	case CLIENT_HEADER_OTHER:
+		break;
+	}
+	return n;
+}
+
+/*
+ * libcurl write callback: time-stamps the chunk, then feeds a 200 answer
+ * to the SSE parser, or keeps a capped copy of any other answer's body
+ * for its error message. Returns n to go on, or 0 to end the transfer:
+ * after the stop_after-th token, or on a protocol violation.
+ */
+static size_t
+req_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	struct req *q = ud;
+	size_t n = size * nmemb;
+	char why[CLIENT_WHY_MAX];
+	enum ts_err rc;
+
+	q->chunk_ms = client_ms_since(&q->t0);
+	if (client_check_start(q->curl, &q->status_known, &q->status, why,
+	    sizeof(why)) != TS_OK) {
+		req_violation(q, "%s", why);
+		return 0;
+	}
+	if (q->status != 200) {
+		client_body_put(&q->body, ptr, n);
+		return n;
+	}
+	rc = sse_parser_feed(&q->parser, ptr, n);
+	if (rc == TS_OK)
+		return n;
+	if (rc == TS_ELIMIT)
+		req_violation(q, "an SSE line or event is over %zu bytes",
+		    q->parser.max_bytes);
+	return 0;
+}
+
+struct req *
+req_new(long timeout_ms, size_t stop_after, int rst, int keep_log)
+{
+	struct req *q = xcalloc(1, sizeof(*q));
+
+	q->stop_after = stop_after;
+	q->keep_log = keep_log;
+	q->done_ms = -1.0;
+	ts_buf_init(&q->body.buf, REQ_BODY_MAX);
+	sse_parser_init(&q->parser, req_on_event, req_on_comment, q);
+	if ((q->curl = curl_easy_init()) == NULL) {
+		msg_err("curl_easy_init failed");
+		req_free(q);
+		return NULL;
+	}
+	client_curl_common(q->curl, q->errbuf, timeout_ms);
+	curl_easy_setopt(q->curl, CURLOPT_WRITEFUNCTION, req_on_body);
+	curl_easy_setopt(q->curl, CURLOPT_WRITEDATA, q);
+	curl_easy_setopt(q->curl, CURLOPT_HEADERFUNCTION, req_on_header);
+	curl_easy_setopt(q->curl, CURLOPT_HEADERDATA, q);
+	curl_easy_setopt(q->curl, CURLOPT_PRIVATE, q);
+	if (rst)
+		curl_easy_setopt(q->curl, CURLOPT_SOCKOPTFUNCTION,
+		    client_sockopt_rst);
+	return q;
+}
+
+char *
+req_stream_url(const char *base, const char *prompt, size_t prompt_len,
+    long max_tokens, long tpot_ms, long prefill_ms)
+{
+	size_t n = strlen(base) + prompt_len + 128;
+	char *u = xmalloc(n);
+	int k;
+
+	k = snprintf(u, n, "%s/stream?prompt=%.*s&max_tokens=%ld", base,
+	    (int)prompt_len, prompt, max_tokens);
+	if (tpot_ms >= 0)
+		k += snprintf(u + k, n - (size_t)k, "&tpot_ms=%ld", tpot_ms);
+	if (prefill_ms >= 0)
+		snprintf(u + k, n - (size_t)k, "&prefill_ms=%ld", prefill_ms);
+	return u;
+}
+
+void
+req_set_url(struct req *q, char *url)
+{
+	free(q->url);
+	q->url = url;
+	curl_easy_setopt(q->curl, CURLOPT_URL, url);
+}
+
+void
+req_finish(struct req *q, CURLcode cc)
+{
+	q->e2e_ms = client_ms_since(&q->t0);
+	q->result = cc;
+	if (q->curl == NULL)
+		return;
+	if (!q->status_known)
+		curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
+	curl_easy_getinfo(q->curl, CURLINFO_CONNECT_TIME_T, &q->connect_us);
+	curl_easy_cleanup(q->curl);
+	q->curl = NULL;
+}
+
+enum req_fate
+req_fate(const struct req *q, enum load_fail *kind)
+{
+	CURLcode cc = q->result;
+
+	if (q->stopped && cc == CURLE_WRITE_ERROR)
+		return REQ_STOPPED;
+	if (q->fail[0] != '\0')
+		*kind = LOAD_FAIL_PROTOCOL;
+	else if (q->status == 0 && client_unreachable(cc, q->connect_us))
+		*kind = LOAD_FAIL_CONNECT;
+	else if (q->status == 0)
+		*kind = cc == CURLE_OPERATION_TIMEDOUT ? LOAD_FAIL_TIMEOUT :
+		    LOAD_FAIL_TRANSPORT;
+	else if (q->status != 200)
+		*kind = q->status == 429 ? LOAD_FAIL_HTTP_429 :
+		    q->status >= 500 && q->status <= 599 ?
+		    LOAD_FAIL_HTTP_5XX : LOAD_FAIL_HTTP_OTHER;
+	else if (q->error_text != NULL)
+		*kind = LOAD_FAIL_SSE_ERROR;
+	else if (!q->done)
+		*kind = cc == CURLE_OPERATION_TIMEDOUT ? LOAD_FAIL_TIMEOUT :
+		    LOAD_FAIL_TRUNCATED;
+	else if (cc != CURLE_OK)
+		*kind = LOAD_FAIL_TRUNCATED;    /* not a clean end after it */
+	else
+		return REQ_COMPLETED;
+	return REQ_FAILED;
+}
+
+const char *
+req_detail(const struct req *q)
+{
+	return q->errbuf[0] != '\0' ? q->errbuf :
+	    curl_easy_strerror(q->result);
+}
+
+void
+req_free(struct req *q)
+{
+	size_t i;
+
+	if (q == NULL)
+		return;
+	if (q->curl != NULL)
+		curl_easy_cleanup(q->curl);
+	sse_parser_free(&q->parser);
+	ts_buf_free(&q->body.buf);
+	free(q->arrival_ms);
+	free(q->error_text);
+	for (i = 0; i < q->nlog; i++)
+		free(q->log[i].text);
+	free(q->log);
+	free(q->url);
+	free(q);
+}

@@ -1,0 +1,146 @@
+/*
+ * req.h - one GET /stream request and everything measured on it, for
+ * every tokbench command: its libcurl easy handle and callbacks, the
+ * incremental SSE parse of a 200 answer as its bytes arrive
+ * (sse_parse.h), the time of each token event, the X-Request-Id, and what
+ * became of the request when it ended. The driver (load_drive.h) starts
+ * and ends requests; what each outcome means is the command's (measure.c
+ * prints one line, cmd_load.c counts it).
+ *
+ * Times are ms on CLOCK_MONOTONIC since t0, taken just before the request
+ * is handed to libcurl; a chunk is time-stamped when libcurl hands its
+ * bytes over, and every SSE event in it gets that time:
+ *   arrival_ms[i]  token event i (headers, comments and [DONE] are not
+ *                  tokens), so TTFT is arrival_ms[0] and the ITL samples
+ *                  are the gaps between consecutive arrivals;
+ *   done_ms        data: [DONE], the end of the stream;
+ *   e2e_ms         the end of the transfer.
+ */
+#ifndef BENCH_REQ_H
+#define BENCH_REQ_H
+
+#include <stddef.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "bench/client.h"
+#include "bench/load_report.h"
+#include "bench/sse_parse.h"
+
+#define REQ_ID_MAX 256                  /* longest X-Request-Id kept */
+#define REQ_BODY_MAX (64 * 1024)        /* kept of a non-200 answer */
+
+/* What kind of SSE event or line an event-log entry is. */
+enum req_kind {
+	REQ_TOKEN,
+	REQ_DONE,
+	REQ_ERROR,
+	REQ_COMMENT,
+	REQ_OTHER
+};
+
+/* One entry of the event log (kept only when asked for): copied, for
+ * printing after the transfer, when it cannot delay later events. */
+struct req_logent {
+	double ms;
+	enum req_kind kind;
+	char *text;             /* data (or comment text), owned */
+	size_t len;
+};
+
+/* One /stream request; create it with req_new(). */
+struct req {
+	/* settings */
+	CURL *curl;             /* NULL once the request has ended */
+	char *url;              /* owned; see req_set_url() */
+	size_t stop_after;      /* hang up after this many tokens; 0 never */
+	int keep_log;           /* fill log[] */
+	long prompt_tokens;     /* the owner's plan, for its report */
+	/* transfer */
+	struct sse_parser parser;
+	struct timespec t0;     /* just before libcurl got the request */
+	double chunk_ms;        /* arrival of the bytes being parsed */
+	int status_known;
+	long status;
+	char errbuf[CURL_ERROR_SIZE];
+	struct client_body body;        /* of a non-200 answer */
+	/* what was measured */
+	char request_id[REQ_ID_MAX + 1];
+	size_t request_id_len;
+	int request_id_bad;     /* too long, empty or has control bytes */
+	double *arrival_ms;     /* token i's arrival */
+	size_t ntokens, arrival_cap;
+	size_t ncomments;
+	int done;               /* saw data: [DONE] */
+	double done_ms;         /* its arrival; -1 if none */
+	int stopped;            /* we hung up after stop_after tokens */
+	char *error_text;       /* first error event, sanitised; owned */
+	size_t error_after;     /* tokens before that error event */
+	char fail[512];         /* protocol violation; stopped the transfer */
+	struct req_logent *log;
+	size_t nlog, log_cap;
+	/* the end, from req_finish() */
+	CURLcode result;
+	curl_off_t connect_us;  /* CURLINFO_CONNECT_TIME_T; 0 no connection */
+	double e2e_ms;
+	/* the driver's list of requests in flight */
+	struct req *prev, *next;
+};
+
+/*
+ * Creates a request and its easy handle with every option but the URL
+ * (client_curl_common(), the callbacks, CURLOPT_PRIVATE = the request):
+ * the whole transfer is limited to timeout_ms; after stop_after token
+ * events (0 = never) the transfer is ended on purpose, with a TCP reset
+ * when `rst` (else a FIN); keep_log keeps every event for printing.
+ * Returns NULL after printing one line when libcurl refuses.
+ */
+struct req *req_new(long timeout_ms, size_t stop_after, int rst,
+    int keep_log);
+
+/*
+ * The URL of a stream: BASE/stream?prompt=P&max_tokens=N, P the first
+ * prompt_len bytes of `prompt` (already percent-encoded), plus tpot_ms=
+ * and prefill_ms= (the server's per-request latency overrides) when they
+ * are >= 0. Caller frees.
+ */
+char *req_stream_url(const char *base, const char *prompt,
+    size_t prompt_len, long max_tokens, long tpot_ms, long prefill_ms);
+
+/* Sets the URL of the request; takes ownership of `url` (freed with q). */
+void req_set_url(struct req *q, char *url);
+
+/*
+ * Records the end of the transfer, with libcurl's result cc: e2e_ms, the
+ * status when no body came, the connect time; then cleans up the easy
+ * handle, so that the socket is closed at once. The caller has removed it
+ * from any multi handle.
+ */
+void req_finish(struct req *q, CURLcode cc);
+
+/* What became of an ended request. */
+enum req_fate {
+	REQ_COMPLETED,          /* [DONE] without an error event, clean end */
+	REQ_STOPPED,            /* we hung up after stop_after tokens */
+	REQ_FAILED              /* *kind says how (load_report.h) */
+};
+
+/*
+ * Sorts an ended request into its fate, in this order: stopped on
+ * purpose, a protocol violation, no answer (unreachable, timeout, other
+ * transport failure), a status other than 200, an error event, no
+ * [DONE] (truncated, or the timeout), a failure after [DONE] (truncated).
+ * For REQ_FAILED, *kind gets the kind.
+ */
+enum req_fate req_fate(const struct req *q, enum load_fail *kind);
+
+/* libcurl's description of how the transfer ended: its error buffer, or
+ * the text of its result code. Borrowed from q or libcurl. */
+const char *req_detail(const struct req *q);
+
+/* Frees a request and its easy handle; accepts NULL. The caller has
+ * unlinked it from the driver's list. */
+void req_free(struct req *q);
+
+#endif /* BENCH_REQ_H */
