@@ -5,8 +5,11 @@
 
 #include "bench/load_drive.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "bench/client.h"
 #include "bench/msg.h"
@@ -15,6 +18,11 @@ enum ts_err
 load_drive_init(struct load_drive *d)
 {
 	memset(d, 0, sizeof(*d));
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epfd < 0) {
+		msg_err("epoll_create1: %s", strerror(errno));
+		return TS_ESYS;
+	}
 	d->hdrs = curl_slist_append(NULL, "Accept: text/event-stream");
 	if ((d->multi = curl_multi_init()) == NULL || d->hdrs == NULL) {
 		msg_err("cannot initialise libcurl's multi interface");
@@ -101,62 +109,129 @@ load_drive_start_due(struct load_drive *d, struct load_sched *s,
 }
 
 /*
- * How long curl_multi_poll() may sleep: what the schedule allows, and
- * not past the next progress line (libcurl shortens it further for its
- * own timers). Rounded up, so that the loop does not spin through the
- * last fraction of a millisecond.
+ * libcurl's socket callback (CURLMOPT_SOCKETFUNCTION): what it wants to
+ * know of a socket goes into the run's epoll set.
  */
 static int
-load_drive_poll_ms(const struct load_sched *s,
+load_drive_socket(CURL *easy, curl_socket_t fd, int what, void *ud,
+    void *sockp)
+{
+	struct load_drive *d = ud;
+	struct epoll_event ev;
+
+	(void)easy;
+	(void)sockp;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, fd, NULL);
+		return 0;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) |
+	    (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+	ev.data.fd = fd;
+	if (epoll_ctl(d->epfd, EPOLL_CTL_MOD, fd, &ev) != 0 &&
+	    epoll_ctl(d->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+		return -1;
+	return 0;
+}
+
+/* libcurl's timer callback (CURLMOPT_TIMERFUNCTION): when it next wants
+ * curl_multi_socket_action(CURL_SOCKET_TIMEOUT), -1 for never. */
+static int
+load_drive_timer(CURLM *multi, long timeout_ms, void *ud)
+{
+	struct load_drive *d = ud;
+
+	(void)multi;
+	d->curl_due_ms = timeout_ms < 0 ? -1.0 :
+	    client_ms_since(&d->t0) + (double)timeout_ms;
+	return 0;
+}
+
+/*
+ * How long epoll_wait may sleep: until libcurl's timer, what the schedule
+ * allows, and not past the next progress line. Rounded up, so that the
+ * loop does not spin through the last fraction of a millisecond.
+ */
+static int
+load_drive_wait_ms(const struct load_drive *d, const struct load_sched *s,
     const struct load_drive_ops *ops, double next_progress_ms,
     double now_ms)
 {
 	double t = load_sched_wait_ms(s, now_ms);
 
+	if (d->curl_due_ms >= 0 && d->curl_due_ms - now_ms < t)
+		t = d->curl_due_ms - now_ms;
 	if (ops->progress != NULL && next_progress_ms - now_ms < t)
 		t = next_progress_ms - now_ms;
+	if (t > LOAD_DRIVE_WAIT_MAX_MS)
+		t = LOAD_DRIVE_WAIT_MAX_MS;
 	return t <= 0 ? 0 : (int)ceil(t);
 }
 
+/* Hands every transfer libcurl finished to the owner; returns how many. */
+static int
+load_drive_reap(struct load_drive *d, const struct load_drive_ops *ops)
+{
+	CURLMsg *m;
+	CURLcode cc;
+	struct req *q;
+	char *priv;
+	int left, ended = 0;
+
+	while ((m = curl_multi_info_read(d->multi, &left)) != NULL) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		priv = NULL;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &priv);
+		q = (struct req *)(void *)priv;
+		/* m is invalid once its handle is removed */
+		cc = m->data.result;
+		load_drive_end(d, ops, q, cc);
+		ended++;
+	}
+	return ended;
+}
+
+/*
+ * The loop: libcurl's socket interface over one epoll set
+ * (curl_multi_socket_action), so each wake-up costs what the sockets that
+ * have data need, not a pass over every transfer (curl_multi_perform
+ * walks them all: at thousands of streams that pass was the client's
+ * whole budget).
+ */
 enum ts_err
 load_drive_run(struct load_drive *d, struct load_sched *s,
     const struct load_drive_ops *ops, double *duration_s)
 {
+	struct epoll_event evs[LOAD_DRIVE_EVENTS];
 	double now, next_progress = LOAD_DRIVE_PROGRESS_MS;
 	enum ts_err rc = TS_OK;
-	struct req *q;
-	CURLMsg *m;
 	CURLMcode mc;
-	CURLcode cc;
-	char *priv;
-	int running, left, ended;
+	int running, n, i;
 
 	clock_gettime(CLOCK_MONOTONIC, &d->t0);
+	d->curl_due_ms = -1.0;
+	curl_multi_setopt(d->multi, CURLMOPT_SOCKETFUNCTION,
+	    load_drive_socket);
+	curl_multi_setopt(d->multi, CURLMOPT_SOCKETDATA, d);
+	curl_multi_setopt(d->multi, CURLMOPT_TIMERFUNCTION, load_drive_timer);
+	curl_multi_setopt(d->multi, CURLMOPT_TIMERDATA, d);
 	for (;;) {
 		now = client_ms_since(&d->t0);
 		load_sched_check(s, now, d->in_flight);
 		if ((rc = load_drive_start_due(d, s, ops, now)) != TS_OK)
 			break;
-		if ((mc = curl_multi_perform(d->multi, &running)) !=
-		    CURLM_OK) {
-			msg_err("curl_multi_perform: %s",
-			    curl_multi_strerror(mc));
-			rc = TS_ESYS;
-			break;
+		now = client_ms_since(&d->t0);
+		if (d->curl_due_ms >= 0 && d->curl_due_ms <= now) {
+			d->curl_due_ms = -1.0;
+			mc = curl_multi_socket_action(d->multi,
+			    CURL_SOCKET_TIMEOUT, 0, &running);
+			if (mc != CURLM_OK)
+				goto curl_failed;
 		}
-		ended = 0;
-		while ((m = curl_multi_info_read(d->multi, &left)) != NULL) {
-			if (m->msg != CURLMSG_DONE)
-				continue;
-			priv = NULL;
-			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
-			    &priv);
-			q = (struct req *)(void *)priv;
-			/* m is invalid once its handle is removed */
-			cc = m->data.result;
-			load_drive_end(d, ops, q, cc);
-			ended++;
-		}
+		if (load_drive_reap(d, ops) > 0 && !s->stop_starting)
+			continue;       /* start their successors at once */
 		now = client_ms_since(&d->t0);
 		if (ops->progress != NULL && now >= next_progress) {
 			ops->progress(ops->ud, now);
@@ -165,19 +240,33 @@ load_drive_run(struct load_drive *d, struct load_sched *s,
 		}
 		if (load_sched_done(s) && d->in_flight == 0)
 			break;
-		if (ended > 0 && !s->stop_starting)
-			continue;       /* start their successors at once */
-		if ((mc = curl_multi_poll(d->multi, NULL, 0,
-		    load_drive_poll_ms(s, ops, next_progress, now), NULL)) !=
-		    CURLM_OK) {
-			msg_err("curl_multi_poll: %s",
-			    curl_multi_strerror(mc));
+		n = epoll_wait(d->epfd, evs, LOAD_DRIVE_EVENTS,
+		    load_drive_wait_ms(d, s, ops, next_progress, now));
+		if (n < 0 && errno != EINTR) {
+			msg_err("epoll_wait: %s", strerror(errno));
 			rc = TS_ESYS;
 			break;
 		}
+		for (i = 0; i < n; i++) {
+			int mask = (evs[i].events & EPOLLIN ?
+			    CURL_CSELECT_IN : 0) |
+			    (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+			    (evs[i].events & (EPOLLERR | EPOLLHUP) ?
+			    CURL_CSELECT_ERR : 0);
+
+			mc = curl_multi_socket_action(d->multi, evs[i].data.fd,
+			    mask, &running);
+			if (mc != CURLM_OK)
+				goto curl_failed;
+		}
+		load_drive_reap(d, ops);
 	}
 	*duration_s = client_ms_since(&d->t0) / 1e3;
 	return rc;
+curl_failed:
+	msg_err("curl_multi_socket_action: %s", curl_multi_strerror(mc));
+	*duration_s = client_ms_since(&d->t0) / 1e3;
+	return TS_ESYS;
 }
 
 void
@@ -194,5 +283,7 @@ load_drive_free(struct load_drive *d)
 	if (d->multi != NULL)
 		curl_multi_cleanup(d->multi);
 	curl_slist_free_all(d->hdrs);
+	if (d->epfd > 0)
+		close(d->epfd);
 	memset(d, 0, sizeof(*d));
 }

@@ -1,8 +1,9 @@
 /*
  * load_drive.h - the driver of a load run: one thread takes every request
  * a schedule (load_sched.h) starts through the libcurl multi interface
- * (curl_multi_perform + curl_multi_poll), so hundreds of open streams cost
- * a socket and a struct req each, until the schedule is done and the last
+ * (its socket interface over epoll: curl_multi_socket_action), so
+ * thousands of open streams cost a socket and a struct req each, and a
+ * wake-up costs only the sockets that have data, until the schedule is done and the last
  * request has ended. Each request's bytes reach its own callbacks
  * (req.h) as they arrive; the owner of the run builds each request and
  * takes each one back when it ends. tokbench load runs many this way;
@@ -24,6 +25,9 @@
 
 /* Period of the progress callback, in ms. */
 #define LOAD_DRIVE_PROGRESS_MS 1000.0
+/* The longest epoll wait, ms, and the events taken per wait. */
+#define LOAD_DRIVE_WAIT_MAX_MS 1000.0
+#define LOAD_DRIVE_EVENTS 512
 
 /* What the owner of a run does for the driver. */
 struct load_drive_ops {
@@ -43,6 +47,9 @@ struct load_drive_ops {
 /* One run of the driver; set up with load_drive_init(). */
 struct load_drive {
 	CURLM *multi;
+	int epfd;                       /* the sockets libcurl watches */
+	double curl_due_ms;             /* libcurl's timer (ms since t0),
+					 * -1: none */
 	struct curl_slist *hdrs;        /* of every request */
 	struct req *head;               /* requests in flight */
 	size_t started, in_flight, max_in_flight;
