@@ -58,8 +58,11 @@ struct conn {
 	int hup;                 /* a write or a wait said: client gone */
 	int shard;               /* the I/O thread to relay it on */
 	void *io;                /* that thread's record of it (io.c) */
-	int handed_off;          /* a driver took it over: the accept
-				  * thread must not finish it */
+	/* Set to 1 by a driver (io_stream) that took the connection over:
+	 * the accepting thread's own flag, not a field of the connection,
+	 * which the driver may finish and free before route() returns.
+	 * NULL: nobody asks. */
+	int *handed_off;
 };
 
 /* The parameter, or "" when absent. */

@@ -173,10 +173,11 @@ debug_generated(struct server *srv, struct reply *rp)
 		    (double)rec.leave_us / 1000.0) : json_null());
 		engine_stats(srv->engine, &es);
 		json_object_set_new(obj, "engine", json_pack(
-		    "{s:s,s:I,s:I,s:I,s:I,s:b}", "backend", srv->backend->name,
-		    "pid", (json_int_t)getpid(),
+		    "{s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "backend",
+		    srv->backend->name, "pid", (json_int_t)getpid(),
 		    "running", (json_int_t)es.running, "waiting",
-		    (json_int_t)es.waiting, "max_num_seqs",
+		    (json_int_t)es.waiting, "held", (json_int_t)es.held,
+		    "max_num_seqs",
 		    (json_int_t)srv->opt->engine.max_num_seqs, "no_cancel",
 		    srv->opt->engine.no_cancel));
 	}

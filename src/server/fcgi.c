@@ -153,7 +153,7 @@ accept_main(void *arg)
 
 	while (!atomic_load(&srv->stopping)) {
 		struct fcgi_conn *fc = xcalloc(1, sizeof(*fc));
-		int sndbuf = 0;
+		int sndbuf = 0, handed_off = 0;
 		socklen_t len = sizeof(sndbuf);
 
 		if (FCGX_InitRequest(&fc->req, listen_fd, 0) != 0 ||
@@ -167,9 +167,11 @@ accept_main(void *arg)
 			sndbuf = 65536;
 		fc->sndbuf = (size_t)sndbuf;
 		fc->conn.ops = &fcgi_conn_ops;
+		fc->conn.handed_off = &handed_off;
 		io_assign(srv->io, &fc->conn);
 		route(srv, &fc->conn, srv->now());
-		if (!fc->conn.handed_off)
+		/* handed off: an I/O thread owns fc, and may have freed it */
+		if (!handed_off)
 			fcgi_finish(&fc->conn);
 		atomic_fetch_sub(&accepting, 1);
 	}

@@ -534,7 +534,9 @@ io_stream(struct server *srv, struct conn *c, struct relay *r)
 	ic->fd = c->ops->fd(c);
 	ic->ka_deadline = INT64_MAX;
 	ts_buf_init(&ic->out, IO_OUT_MAX);
-	c->handed_off = 1;
+	/* before the thread can see it: from the push on, c may be freed */
+	if (c->handed_off != NULL)
+		*c->handed_off = 1;
 	atomic_fetch_add(&t->nconns, 1);
 	pthread_mutex_lock(&t->mu);
 	ic->next = t->inbox;

@@ -40,9 +40,10 @@ void io_assign(struct io *io, struct conn *c);
 
 /*
  * The server's stream driver (server.h): hands the connection and its
- * relay to c->shard's thread and returns at once (c->handed_off is set).
- * The thread owns both from then on, and finishes the connection when the
- * response is complete or its client is gone.
+ * relay to c->shard's thread and returns at once, having set
+ * *c->handed_off. The thread owns both from then on (it may finish and
+ * free them before io_stream returns), and finishes the connection when
+ * the response is complete or its client is gone.
  */
 void io_stream(struct server *srv, struct conn *c, struct relay *r);
 

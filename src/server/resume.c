@@ -33,20 +33,47 @@ resume_key(const char *prompt, size_t len, uint32_t max_tokens,
 	return h;
 }
 
+/* Writes v in decimal at p (no NUL); returns the digits written (1..20). */
+static size_t
+put_dec(char *p, uint64_t v)
+{
+	char d[20];
+	size_t n = 0, i;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		p[i] = d[n - 1 - i];
+	return n;
+}
+
+/* Formatted by hand, not with snprintf: it runs once a token event. */
 size_t
 resume_id_format(char *buf, size_t cap, const struct resume_id *id)
 {
-	int n;
+	static const char hex[] = "0123456789abcdef";
+	char tmp[RESUME_ID_MAX + 1];
+	size_t n;
+	int i;
 
-	if (id->index == RESUME_INDEX_END)
-		n = snprintf(buf, cap, "%" PRIu64 "-%016" PRIx64 "-end",
-		    id->stream, id->key);
-	else
-		n = snprintf(buf, cap, "%" PRIu64 "-%016" PRIx64 "-%" PRIu64,
-		    id->stream, id->key, id->index);
-	if (n < 0 || (size_t)n >= cap || n > RESUME_ID_MAX)
+	n = put_dec(tmp, id->stream);
+	tmp[n++] = '-';
+	for (i = 15; i >= 0; i--)
+		tmp[n++] = hex[(id->key >> (4 * i)) & 0xf];
+	tmp[n++] = '-';
+	if (id->index == RESUME_INDEX_END) {
+		memcpy(tmp + n, "end", 3);
+		n += 3;
+	} else {
+		n += put_dec(tmp + n, id->index);
+	}
+	if (n >= cap || n > RESUME_ID_MAX)
 		return 0;
-	return (size_t)n;
+	memcpy(buf, tmp, n);
+	buf[n] = '\0';
+	return n;
 }
 
 /* A decimal u64 of 1..20 digits, no leading zero unless it is "0". */

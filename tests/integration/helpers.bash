@@ -26,6 +26,15 @@ export LC_ALL
 # decimal point, + - * /, comparisons, && ||): the tests' arithmetic on
 # timings, without bc (which a fresh Debian does not have).
 holds() {
+	# a missing number (jq's null, an empty $(...)) would be awk's 0 and
+	# pass a "<" quietly: that is a failure, not a pass
+	local ops='[<>=!&|]'
+	if [[ " $* " =~ [^[:alnum:]_]null[^[:alnum:]_] ||
+	    "$*" =~ ^[[:space:]]*$ops || "$*" =~ $ops[[:space:]]*$ ||
+	    "$*" =~ [\<\>=][[:space:]]+$ops ]]; then
+		echo "holds: an operand is missing in: $*" >&2
+		return 1
+	fi
 	awk "BEGIN { exit !($*) }"
 }
 

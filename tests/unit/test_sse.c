@@ -60,6 +60,34 @@ test_token_events(void **unused)
 	}
 }
 
+/* A token longer than the encoder's stack buffer takes jansson's general
+ * path: the same bytes as a short one. */
+static void
+test_long_token_event(void **unused)
+{
+	static const char head[] = "data: {\"token\":\"";
+	char tok[1500], want[1600];
+	size_t i, n = sizeof(head) - 1;
+	struct ts_buf b;
+
+	(void)unused;
+	for (i = 0; i < sizeof(tok); i++)
+		tok[i] = i % 100 == 99 ? '"' : 'a';
+	memcpy(want, head, n);
+	for (i = 0; i < sizeof(tok); i++) {
+		if (tok[i] == '"')
+			want[n++] = '\\';
+		want[n++] = tok[i];
+	}
+	memcpy(want + n, "\"}\n\n", 4);
+	n += 4;
+	ts_buf_init(&b, 8192);
+	assert_int_equal(sse_encode_token(&b, tok, sizeof(tok)), TS_OK);
+	assert_int_equal(b.len, n);
+	assert_memory_equal(b.p, want, n);
+	ts_buf_free(&b);
+}
+
 static void
 test_invalid_utf8_refused(void **unused)
 {
@@ -154,6 +182,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_token_events),
+		cmocka_unit_test(test_long_token_event),
 		cmocka_unit_test(test_invalid_utf8_refused),
 		cmocka_unit_test(test_done_comment_error),
 		cmocka_unit_test(test_multiline_data),
