@@ -1,10 +1,12 @@
 // scripts/peers/node-sse.mjs PORT - the peer of scripts/bench-capacity: a
 // minimal Node.js `http` server that streams Server-Sent Events the way
 // tokstream's GET /stream does (an `id:` line and a `data: {"token":...}`
-// line per token, then `data: [DONE]`), paced like a model: token k of a
-// stream (k = 1, 2, ...) is written k x TPOT_MS after its request arrived,
-// one timer per stream on absolute deadlines, so a late timer does not
-// shift the later tokens. It generates nothing: what it measures is what a
+// line per token, then `data: [DONE]`), paced like a model with no
+// prefill: token k of a stream (k = 0, 1, ...) is written k x TPOT_MS
+// after its request arrived (as tokstream with --prefill-base-ms 0
+// --prefill-per-token-ms 0 sends its first token at once when idle), one
+// timer per stream on absolute deadlines, so a late timer does not shift
+// the later tokens. It generates nothing: what it measures is what a
 // plain event-loop server costs to hold the same streams.
 //
 //   node scripts/peers/node-sse.mjs 8190          (TPOT_MS=20 by default)
@@ -51,9 +53,9 @@ const server = http.createServer((req, res) => {
       timer = null;
       return;
     }
-    timer = setTimeout(tick, Math.max(0, t0 + (k + 1) * tpot - performance.now()));
+    timer = setTimeout(tick, Math.max(0, t0 + k * tpot - performance.now()));
   };
-  timer = setTimeout(tick, tpot);
+  timer = setTimeout(tick, 0);
   res.on('close', () => { if (timer) clearTimeout(timer); });
 });
 server.keepAliveTimeout = 5000;

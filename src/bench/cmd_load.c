@@ -238,6 +238,7 @@ cmd_load_report(struct cmd_load_run *run, double duration_s)
 	rec->max_in_flight = run->drive.max_in_flight;
 	rec->not_started = run->sched.not_started;
 	rec->client_cpu_s = cmd_load_cpu_s();
+	rec->start_backlog_ms = run->drive.backlog_max_ms;
 	if (load_report_compute(&rec->acc, duration_s, &rep) != TS_OK) {
 		msg_err("a latency sample is not a number");
 		return 1;

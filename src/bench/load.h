@@ -23,6 +23,8 @@ struct load_run {
 	size_t abandoned_no_id;
 	char *fail_example[LOAD_FAIL_COUNT];    /* first message per kind */
 	double client_cpu_s;    /* user + system CPU time of tokbench */
+	double start_backlog_ms;   /* longest spell of starts due and not
+				    * yet made (load_drive.h) */
 };
 
 #endif /* BENCH_LOAD_H */

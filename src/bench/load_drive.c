@@ -90,7 +90,8 @@ load_drive_end(struct load_drive *d, const struct load_drive_ops *ops,
 	ops->end(ops->ud, q);
 }
 
-/* Starts every request the schedule allows at now_ms. */
+/* Starts what the schedule allows at now_ms, at most
+ * LOAD_DRIVE_START_BURST; d->backlog says whether more were due. */
 static enum ts_err
 load_drive_start_due(struct load_drive *d, struct load_sched *s,
     const struct load_drive_ops *ops, double now_ms)
@@ -98,12 +99,25 @@ load_drive_start_due(struct load_drive *d, struct load_sched *s,
 	struct load_plan plan;
 	struct req *q;
 	enum ts_err rc;
+	int n = 0;
 
-	while (load_sched_next(s, now_ms, d->in_flight, &plan)) {
+	while (n < LOAD_DRIVE_START_BURST &&
+	    load_sched_next(s, now_ms, d->in_flight, &plan)) {
 		if ((q = ops->make(ops->ud, &plan)) == NULL)
 			return TS_ESYS;
 		if ((rc = load_drive_add(d, q)) != TS_OK)
 			return rc;
+		n++;
+	}
+	if (n == LOAD_DRIVE_START_BURST) {
+		/* perhaps more due: look again after one pass */
+		if (!d->backlog)
+			d->backlog_since_ms = now_ms;
+		d->backlog = 1;
+	} else if (d->backlog) {
+		d->backlog = 0;
+		if (now_ms - d->backlog_since_ms > d->backlog_max_ms)
+			d->backlog_max_ms = now_ms - d->backlog_since_ms;
 	}
 	return TS_OK;
 }
@@ -160,6 +174,8 @@ load_drive_wait_ms(const struct load_drive *d, const struct load_sched *s,
 {
 	double t = load_sched_wait_ms(s, now_ms);
 
+	if (d->backlog)
+		return 0;       /* starts are due: no sleep */
 	if (d->curl_due_ms >= 0 && d->curl_due_ms - now_ms < t)
 		t = d->curl_due_ms - now_ms;
 	if (ops->progress != NULL && next_progress_ms - now_ms < t)

@@ -28,6 +28,14 @@
 /* The longest epoll wait, ms, and the events taken per wait. */
 #define LOAD_DRIVE_WAIT_MAX_MS 1000.0
 #define LOAD_DRIVE_EVENTS 512
+/*
+ * Requests started per pass of the loop. Between two bursts the loop reads
+ * what has arrived, so when thousands are due at once (a closed loop's
+ * start) a request's TTFT, from its own start, does not include the
+ * connects of the thousands started in the same instant before it; the
+ * client's lag behind its schedule is reported apart (start_backlog_ms).
+ */
+#define LOAD_DRIVE_START_BURST 32
 
 /* What the owner of a run does for the driver. */
 struct load_drive_ops {
@@ -54,6 +62,10 @@ struct load_drive {
 	struct req *head;               /* requests in flight */
 	size_t started, in_flight, max_in_flight;
 	struct timespec t0;             /* start of the run */
+	int backlog;                    /* more due than one burst */
+	double backlog_since_ms;        /* when the backlog began */
+	double backlog_max_ms;          /* its longest spell: how far the
+					 * client lagged its schedule */
 };
 
 /* Sets up the multi handle. Returns TS_OK, or TS_ENOMEM after printing

@@ -127,6 +127,7 @@ load_output_text(FILE *f, const struct load_run *run,
 		load_output_u(f, "Arrivals not started:", run->not_started);
 	load_output_f(f, "Benchmark duration (s):", r->duration_s);
 	load_output_f(f, "Client CPU time (s):", run->client_cpu_s);
+	load_output_f(f, "Client start backlog (ms):", run->start_backlog_ms);
 	load_output_u(f, "Total input tokens:", r->prompt_tokens);
 	load_output_u(f, "Total generated tokens:", r->output_tokens);
 	load_output_f(f, "Request throughput (req/s):",
@@ -143,6 +144,7 @@ load_output_text(FILE *f, const struct load_run *run,
 	load_output_metric(f, "Time per Output Token (excl. 1st token)",
 	    "TPOT", &r->tpot);
 	load_output_metric(f, "Inter-token Latency", "ITL", &r->itl);
+	load_output_metric(f, "First ITL (token 1 to 2)", "ITL1", &r->itl1);
 	load_output_metric(f, "End-to-end Latency", "E2EL", &r->e2el);
 	if (r->failed > 0) {
 		load_output_title(f, "Failures", '-');
@@ -252,6 +254,8 @@ load_output_json(const struct load_run *run, const struct load_report *r)
 	    json_string(STATS_PERCENTILE_METHOD));
 	json_object_set_new(j, "duration", json_real(r->duration_s));
 	json_object_set_new(j, "client_cpu_s", json_real(run->client_cpu_s));
+	json_object_set_new(j, "start_backlog_ms",
+	    json_real(run->start_backlog_ms));
 	load_output_count(j, "started", run->started);
 	load_output_count(j, "completed", r->completed);
 	load_output_count(j, "abandoned", r->abandoned);
@@ -280,6 +284,7 @@ load_output_json(const struct load_run *run, const struct load_report *r)
 	load_output_json_metric(j, "tpot", &r->tpot);
 	load_output_json_metric(j, "itl", &r->itl);
 	load_output_json_metric(j, "e2el", &r->e2el);
+	load_output_json_metric(j, "itl1", &r->itl1);
 	json_object_set_new(j, "settings", load_output_settings(o));
 	return j;
 }

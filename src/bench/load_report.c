@@ -462,6 +462,7 @@ load_acc_free(struct load_acc *a)
 	load_samples_free(&a->tpot);
 	load_samples_free(&a->itl);
 	load_samples_free(&a->e2el);
+	load_samples_free(&a->itl1);
 }
 
 void
@@ -482,6 +483,8 @@ load_acc_completed(struct load_acc *a, long prompt_tokens,
 		load_samples_add(&a->tpot, tpot);
 	for (i = 1; i < ntokens; i++)
 		load_samples_add(&a->itl, arrival_ms[i] - arrival_ms[i - 1]);
+	if (ntokens > 1)
+		load_samples_add(&a->itl1, arrival_ms[1] - arrival_ms[0]);
 	load_samples_add(&a->e2el, e2e_ms);
 	if (load_slo_met(&a->slo, ntokens, ttft, tpot, e2e_ms))
 		a->good++;
@@ -526,7 +529,8 @@ load_report_compute(const struct load_acc *a, double duration_s,
 	if (load_metric_compute(a->ttft.v, a->ttft.n, &r.ttft) != TS_OK ||
 	    load_metric_compute(a->tpot.v, a->tpot.n, &r.tpot) != TS_OK ||
 	    load_metric_compute(a->itl.v, a->itl.n, &r.itl) != TS_OK ||
-	    load_metric_compute(a->e2el.v, a->e2el.n, &r.e2el) != TS_OK)
+	    load_metric_compute(a->e2el.v, a->e2el.n, &r.e2el) != TS_OK ||
+	    load_metric_compute(a->itl1.v, a->itl1.n, &r.itl1) != TS_OK)
 		return TS_EINVAL;
 	*out = r;
 	return TS_OK;

@@ -218,6 +218,7 @@ struct load_acc {
 	uint64_t output_tokens;         /* token events of completed ones */
 	uint64_t abandoned_tokens;      /* token events read by abandoned */
 	struct load_samples ttft, tpot, itl, e2el;
+	struct load_samples itl1;       /* token 1 -> token 2, a request */
 };
 
 void load_acc_init(struct load_acc *a, const struct load_slo *slo);
@@ -227,7 +228,9 @@ void load_acc_free(struct load_acc *a);
  * Adds a completed request: arrival_ms[0..ntokens) are its token events'
  * arrival times and e2e_ms its end, both in ms since its start (arrival
  * times ascending). Adds its TTFT (when ntokens > 0), TPOT (ntokens > 1),
- * ntokens - 1 ITL gaps and E2E, and counts it good against the SLOs.
+ * ntokens - 1 ITL gaps, its first gap (token 1 to 2, when ntokens > 1:
+ * where a scheduler that adds a step after the prefill shows) and E2E,
+ * and counts it good against the SLOs.
  * `arrival_ms` is borrowed for the call.
  */
 void load_acc_completed(struct load_acc *a, long prompt_tokens,
@@ -249,6 +252,7 @@ struct load_report {
 	double output_throughput;       /* output tokens / duration, tok/s */
 	double total_token_throughput;  /* (prompt + output) / duration */
 	struct load_metric ttft, tpot, itl, e2el;
+	struct load_metric itl1;        /* the first gap of each request */
 };
 
 /*

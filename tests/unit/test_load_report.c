@@ -134,6 +134,9 @@ test_acc_report(void **state)
 	/* ITL pooled: the 3 gaps of request a, none from b */
 	assert_int_equal(r.itl.n, 3);
 	check_near("itl", r.itl.median, 20, 1e-9);
+	/* the first gap: request a's 70 - 50; b has no second token */
+	assert_int_equal(r.itl1.n, 1);
+	check_near("itl1", r.itl1.median, 20, 1e-9);
 	assert_int_equal(r.e2el.n, 3);
 	check_near("e2el median", r.e2el.median, 105, 0);
 	check_near("e2el max", r.e2el.max, 120, 0);
