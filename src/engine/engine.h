@@ -5,7 +5,8 @@
  * submits requests and relays what the engine publishes, so the engine can
  * be driven by unit tests with a synthetic clock.
  *
- * Model (docs/ARCHITECTURE.md "The engine"), after vLLM's scheduler and
+ * Model (docs/API.md "Timing: the serving engine and the
+ * latency model"), after vLLM's scheduler and
  * llm-d-inference-sim's latency model (engine/latency.h):
  *   - max_num_seqs slots. A request waits in a FIFO queue until a slot is
  *     free, then prefills. Admission counts every stream a relay still

@@ -24,7 +24,7 @@
 #include "openai/parse.h"
 
 /* The template in the Jinja form of Hugging Face's chat_template, for
- * GET /v1/models and the README. */
+ * GET /v1/models and docs/API.md "Chat template". */
 #define CHAT_TEMPLATE \
 	"{% for message in messages %}<|{{ message.role }}|>\n" \
 	"{{ message.content }}\n{% endfor %}<|assistant|>\n"

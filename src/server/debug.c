@@ -1,9 +1,10 @@
 /*
  * server/debug.c - the operator's endpoints: GET /_debug/generated (one
  * request's record in the state file: what it asked, what was generated,
- * how it ended; docs/API.md "/_debug/generated"), GET /metrics (Prometheus
- * text format 0.0.4 over every responder process) and GET /health. The
- * first two answer only local requests.
+ * how it ended; docs/API.md "GET /_debug/generated: what the server
+ * really produced"), GET /metrics (Prometheus text format 0.0.4 over
+ * every responder process) and GET /health. The first two answer only
+ * local requests.
  */
 #include "server/debug.h"
 
@@ -189,7 +190,8 @@ debug_generated(struct server *srv, struct reply *rp)
 
 /*
  * GET /metrics: Prometheus text exposition format 0.0.4, over all
- * responder processes (docs/API.md "GET /metrics"). Loopback only, like /_debug.
+ * responder processes (docs/API.md "GET /metrics: Prometheus
+ * metrics"). Loopback only, like /_debug.
  */
 void
 debug_metrics(struct server *srv, struct reply *rp)

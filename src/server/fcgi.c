@@ -10,7 +10,7 @@
  * writes no more than room() says the socket takes, so a blocking write
  * never blocks.
  *
- * Facts it relies on (docs/ARCHITECTURE.md "libfcgi and lighttpd",
+ * Facts it relies on (docs/ARCHITECTURE.md "lighttpd and libfcgi, measured",
  * measured on lighttpd 1.4.69 and libfcgi 2.4.2):
  *   - lighttpd never sends FCGI_ABORT_REQUEST; it closes the backend
  *     connection when its client is gone, which shows as EPOLLRDHUP.

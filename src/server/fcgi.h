@@ -15,8 +15,8 @@ struct server;
  * FCGX_Init, then the listening socket: `socket_path` (a unix socket,
  * created with `backlog`), or fd 0 as spawn-fcgi hands it over when
  * socket_path is NULL. FCGX_Init installs its own signal handlers
- * (docs/ARCHITECTURE.md "libfcgi"): SIGPIPE is set to SIG_IGN again
- * here. TS_OK, or TS_ESYS with a message in err.
+ * (docs/ARCHITECTURE.md "lighttpd and libfcgi, measured"): SIGPIPE is
+ * set to SIG_IGN again here. TS_OK, or TS_ESYS with a message in err.
  */
 enum ts_err fcgi_listen(const char *socket_path, int backlog, char *err,
     size_t errlen);

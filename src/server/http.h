@@ -13,7 +13,7 @@
 #include "common/buf.h"
 #include "common/ts.h"
 
-/* Documented limits (docs/API.md "Limits"). */
+/* Documented limits (docs/OPERATIONS.md "Limits"). */
 #define HTTP_MAX_BODY_BYTES (1u << 20)      /* POST body: 1 MiB, else 413 */
 #define HTTP_MAX_QUERY_PARAMS 64            /* more params: 400 */
 #define HTTP_MAX_TOKENS_CAP 8192            /* max_tokens above: 400 */

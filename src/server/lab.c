@@ -315,15 +315,15 @@ lab_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
 
 /*
  * The keep-alive of an answer that is one JSON object. lighttpd notices a
- * client that left only when it writes to it (docs/ARCHITECTURE.md
- * "Noticing a disconnect"), and a JSON answer writes nothing until it is
- * complete. So an answer that takes longer than one keep-alive interval
- * commits to 200 (with X-Request-Id) and then sends a newline per
+ * client that left only when it writes to it (docs/RELIABILITY.md "How a
+ * client that leaves is noticed"), and a JSON answer writes nothing until
+ * it is complete. So an answer that takes longer than one keep-alive
+ * interval commits to 200 (with X-Request-Id) and then sends a newline per
  * interval: whitespace a JSON parser skips before the value (RFC 8259
  * section 2), as S3's CompleteMultipartUpload does. An error after that
  * point arrives as the {"error":...} body of the 200. A 1xx interim
- * response would keep the status but Python's http.client takes any 1xx
- * but 100 as the final response, so it is not used.
+ * response would keep the status but Python's http.client takes any 1xx but
+ * 100 as the final response, so it is not used.
  */
 enum ts_err
 lab_json_keepalive(struct relay *r, struct ts_buf *out)

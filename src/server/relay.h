@@ -37,8 +37,8 @@ struct relay_ops {
 	enum ts_err (*token)(struct relay *r, struct ts_buf *out,
 	    uint32_t index, const char *text, size_t len, int *event);
 	/* Appends something the client ignores, so that lighttpd notices a
-	 * client that left (docs/ARCHITECTURE.md "Noticing a disconnect");
-	 * NULL when the response cannot carry one. */
+	 * client that left (docs/RELIABILITY.md "How a client that leaves is
+	 * noticed"); NULL when the response cannot carry one. */
 	enum ts_err (*keepalive)(struct relay *r, struct ts_buf *out);
 	/* Appends the end for finish f (never CANCELLED: a client that left
 	 * gets nothing more); v is the sequence's last view. */

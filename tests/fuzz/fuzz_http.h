@@ -9,7 +9,7 @@
 #include "server/http.h"
 
 /* The integer request parameters and their documented caps and error
- * codes (README "Request parameters"), as the fuzz models know them. */
+ * codes (docs/API.md "Request parameters"), as the fuzz models know them. */
 struct fuzz_int_param {
 	const char *name;
 	long max;

@@ -4,8 +4,9 @@
  *
  * Properties, each checked with abort():
  *  - the verdict agrees with a model built on jansson itself and the
- *    README rules: empty body empty_body; not JSON, not an object or a
- *    duplicate key invalid_json; no or null prompt missing_prompt; a
+ *    rules of docs/API.md "Request parameters" and "Errors": empty body
+ *    empty_body; not JSON, not an object or a duplicate key
+ *    invalid_json; no or null prompt missing_prompt; a
  *    prompt not a string invalid_prompt; then max_tokens, prefill_ms,
  *    tpot_ms, error_after in that order must each be absent, null or an
  *    integer within its cap, else that field's code;

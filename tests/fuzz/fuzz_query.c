@@ -7,10 +7,11 @@
  *    read (the output buffer is exactly the input's size) and agrees with
  *    a reference decoder written from the WHATWG "urlencoded parser"
  *    rules: the same bytes, or the same offset of the first bad '%';
- *  - http_parse_query agrees with a reference model of the README rules
- *    ("Request parameters", "Errors"): on TS_OK the prompt is non-NULL,
- *    NUL-terminated at prompt_len and equal to the decoded value, every
- *    number is the decoded one or its default and within its cap; on
+ *  - http_parse_query agrees with a reference model of the rules of
+ *    docs/API.md "Request parameters" and "Errors": on TS_OK the prompt
+ *    is non-NULL, NUL-terminated at prompt_len and equal to the decoded
+ *    value, every number is the decoded one or its default and within
+ *    its cap; on
  *    TS_EINVAL status is 400, type and code are set, the code is the
  *    model's, the message is NUL-terminated and the request owns nothing;
  *  - http_error_json of any error is JSON that jansson loads back, with
@@ -99,8 +100,9 @@ ref_uint(const char *s, size_t len, long max)
 }
 
 /*
- * The README's rules, left to right, first error wins: empty pairs are
- * skipped; more than 64 pairs is too_many_params; a bad escape in a name
+ * The rules of docs/API.md "Request parameters", left to right, first
+ * error wins: empty pairs are skipped; more than 64 pairs is
+ * too_many_params; a bad escape in a name
  * or value is invalid_percent_encoding, known name or not; unknown names
  * are ignored (and so are names that decode to NUL or to NAME_MAX_ENCODED
  * bytes or more, after their value is decoded); a known

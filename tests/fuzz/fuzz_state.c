@@ -7,7 +7,8 @@
  * (tmpfs: state_open's msync costs nothing there; else $TMPDIR or /tmp),
  * removed at exit; one left by a run that crashed is removed by the next
  * run once its pid is gone. It is created by state_open, then given 60
- * streams written by the documented format (README "The state file");
+ * streams written by the documented format (docs/OPERATIONS.md "The state
+ * file");
  * that image is the baseline every input starts from. Then the input is
  * written over it, keeping the file's size:
  *   - first byte even (e.g. 'T' of "TOKSTAT1"): the whole input from
@@ -49,7 +50,8 @@
 #define DEAD_PID 0x7ffffff0u    /* above it: no such process */
 #define DIR_PREFIX "tokstream-fuzz-state."
 
-/* Header offsets and record field offsets (README "The state file"). */
+/* Header offsets and record field offsets (docs/OPERATIONS.md "The state
+ * file"). */
 enum {
 	H_VERSION = 8, H_RECORD_SIZE = 12, H_CAPACITY = 16, H_NEXT_ID = 24,
 	H_TOTAL_GENERATED = 32, H_TOTAL_STREAMS = 40

@@ -57,7 +57,8 @@ read_and_close() {
 	[ "$(debug_field "$id" status)" = cancelled ]
 	[ "$(debug_field "$id" generated)" -eq 0 ]
 	# closed at 1 s; noticed by the next keep-alive write or the one after
-	# (lighttpd needs one write to see a FIN: NOTES), far before 5 s
+	# (lighttpd needs one write to see a FIN: docs/RELIABILITY.md
+	# "How a client that leaves is noticed"), far before 5 s
 	awk -v a="$t0" -v b="$t1" 'BEGIN { d = b - a; print d; exit !(d < 2.2) }'
 }
 

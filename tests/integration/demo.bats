@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The browser demo (README "Browser demo"): lighttpd serves etc/www/
+# The browser demo (docs/API.md "Browser demo"): lighttpd serves etc/www/
 # index.html at / while every API path, and every unknown one, still goes
 # to the responder; the page works in a real headless Chromium (tokens in
 # order, Stop cancels the generation); and an EventSource that closes

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # Least privilege (issue #5): started as root, tokstream-ctl runs lighttpd
 # and every responder as www-data, in a run directory that stays root's
-# (README "Least privilege"). Needs root, the www-data user and setpriv
-# (scripts/check runs as root, and deps.sh installs lighttpd, which makes
-# www-data). A build tree www-data cannot reach (a checkout under /root)
-# runs from a copy it can read (tests/lib/stage.bash).
+# (docs/OPERATIONS.md "Least privilege"). Needs root, the www-data user and
+# setpriv (scripts/check runs as root, and deps.sh installs lighttpd, which
+# makes www-data). A build tree www-data cannot reach (a checkout under
+# /root) runs from a copy it can read (tests/lib/stage.bash).
 
 TS_USER=www-data
 load helpers

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Resumable streams (README "Resuming a stream"): every token event has an
+# Resumable streams (docs/API.md "Resuming a stream"): every token event has an
 # SSE id, a dropped stream resumes from Last-Event-ID (header or the
 # last_event_id parameter) with exactly the text it would have sent, ids
 # of other parameters or malformed ones are 400s before any stream starts,

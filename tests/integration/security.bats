@@ -2,8 +2,8 @@
 # /_debug/ and /metrics are loopback only, even behind a proxy (issue #5):
 # a reverse proxy on the same host connects from 127.0.0.1 too, so a
 # request that carries a proxy's forwarding header (X-Forwarded-For,
-# Forwarded, X-Real-IP) is not local (README "Loopback only, never through
-# a proxy").
+# Forwarded, X-Real-IP) is not local (docs/API.md "Loopback only, never
+# through a proxy").
 
 load helpers
 

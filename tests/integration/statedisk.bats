@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # The state directory on a real full or read-only file system (issue #5,
-# README "The state file"): a tmpfs mounted as the responder's
+# docs/OPERATIONS.md "The state file"): a tmpfs mounted as the responder's
 # --state-dir while the run directory (socket, logs) stays writable. The
 # responder keeps serving, counts in memory, and logs each file's problem
 # once. Needs root and permission to mount; skipped otherwise.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # GET /stream and POST /generate: exact formats, SSE framing, agreement,
-# pacing. Cases from ../shared/cases are named by their ids.
+# pacing. Cases are named by their ids (docs/RELIABILITY.md "The case ids").
 
 load helpers
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Cases C10, C11, C12 and C15 of ../shared/cases/ through the OpenAI
-# endpoints (the lab endpoints have theirs in stream.bats).
+# Cases C10, C11, C12 and C15 (docs/RELIABILITY.md "The case ids")
+# through the OpenAI endpoints (the lab endpoints have theirs in stream.bats).
 
 load helpers
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The OpenAI-compatible API (README "OpenAI-compatible API") against a real
+# The OpenAI-compatible API (docs/API.md "OpenAI API") against a real
 # lighttpd + responder: POST /v1/chat/completions and /v1/completions,
 # stream and not, GET /v1/models; what a client of the OpenAI API relies
 # on (chunk order, usage, seeds, stop strings, finish reasons, errors),

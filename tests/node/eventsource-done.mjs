@@ -3,7 +3,7 @@
  * eventsource-done.mjs BASE - a real EventSource client (the npm
  * "eventsource" package, WHATWG HTML 9.2) that reads GET /stream and
  * stops at [DONE] by closing itself, the way a page should use tokstream
- * (README "Browser demo"). Between the client and the server is a TCP
+ * (docs/API.md "Browser demo"). Between the client and the server is a TCP
  * proxy on 127.0.0.1 that counts the HTTP requests that pass. Checks that
  *   - the tokens arrive in order and join to POST /generate's text;
  *   - after es.close() at [DONE], readyState is CLOSED, no error event

@@ -3,12 +3,13 @@
 // A FastCGI client (FastCGI 1.0, section 3-5) that sends one GET request
 // straight to the responder's unix socket, reads nothing at all, and holds
 // the connection open for SECONDS (COUNT such connections, default 1, from
-// this one process, "{i}" in PATH_AND_QUERY replaced by 1..COUNT): the responder's writes block once the
-// socket buffer is full, the way they do behind lighttpd when a client stops
-// reading (NOTES "lighttpd buffering"), only without megabytes of TCP buffers
-// in between. Prints "closed-by-server" if the responder shut the
-// connection, "held" otherwise (with COUNT > 1: "held N closed-by-server
-// M"). Node's built-in net module only.
+// this one process, "{i}" in PATH_AND_QUERY replaced by 1..COUNT): the
+// responder's socket buffer fills, the way it does behind lighttpd when a
+// client stops reading (docs/OPERATIONS.md "The lighttpd configuration"),
+// only without megabytes of TCP buffers in between. Prints
+// "closed-by-server" if the responder shut the connection, "held" otherwise
+// (with COUNT > 1: "held N closed-by-server M"). Node's built-in net module
+// only.
 import net from 'node:net';
 
 const [sock, pathqAll, seconds, countArg = '1'] = process.argv.slice(2);

@@ -10,7 +10,7 @@
 #
 #   tests/soak/soak.sh              (from the top of a built tree)
 #
-# Bounds (README "Soak test"), per process:
+# Bounds (docs/RELIABILITY.md "Soak test"), per process:
 #   fds      after the drain, within SOAK_FD_SLACK (4) of before the load
 #   threads  after the drain, equal to before the load
 #   RSS      at the end of the load and after the drain, less than
@@ -25,8 +25,8 @@
 # SOAK_OUT (soak-out/); TS_BUILDDIR (the build tree, default the source
 # tree); GLIBC_TUNABLES goes to tokstream-ctl as it is (its default for
 # the responders is glibc.malloc.tcache_count=0; an empty one measures
-# glibc's defaults, README "Memory"). Exit status 0 when every bound
-# held, 1 otherwise, 2 when it could not run.
+# glibc's defaults, docs/OPERATIONS.md "Memory"). Exit status 0 when
+# every bound held, 1 otherwise, 2 when it could not run.
 set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -108,7 +108,7 @@ processes() {
 	echo "lighttpd $(cat "$rundir/lighttpd.pid")"
 }
 procs_before=$(processes)
-# what tokstream-ctl gave the responders (README "Memory": without
+# what tokstream-ctl gave the responders (docs/OPERATIONS.md "Memory": without
 # glibc's per-thread caches unless GLIBC_TUNABLES says otherwise)
 p1=$(echo "$procs_before" | awk 'NR == 1 { print $2 }')
 tunables=$(tr '\0' '\n' < "/proc/$p1/environ" | sed -n 's/^GLIBC_TUNABLES=//p')

@@ -2061,7 +2061,7 @@ run_until_gone(const char *method, const char *uri, const char *body,
 /*
  * A client that leaves after its last token but before the end ([DONE]
  * or the finish chunk) reached it: the end's write fails. The request
- * was cancelled (README "/v1/... streamed": "A client that leaves is
+ * was cancelled (docs/API.md "Streaming format": "A client that leaves is
  * noticed as on /stream and its sequence is cancelled (cancelled,
  * finish_reason abort)"; engine.h struct engine_outcome: "CANCELLED also
  * for a client that left after its last token, before [DONE]"), however
