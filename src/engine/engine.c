@@ -11,7 +11,9 @@
  * tpot_ms decodes on a cadence of its own (a timer in the heap).
  *
  * Work under the lock is bounded: one pass of engine_advance runs at most
- * one grid step and each timer at most once, in O(slots) with no
+ * one grid step and as many timer firings as there were timers when it
+ * began (a timer behind its deadlines may take two of them, another one
+ * none: it was not due), in O(slots) with no
  * allocation (scratch arrays of max_num_seqs are made once), so no
  * request can hold another's step or its cancellation back by more than
  * a step.
@@ -820,8 +822,8 @@ advance_locked(struct engine *e, int64_t now)
 	}
 	handle_cancels(e, now);
 	admit(e, now);
-	/* each timer that exists now fires at most once (a cadence behind
-	 * its deadlines catches up over passes, not in one) */
+	/* at most as many firings as there are timers now (a cadence far
+	 * behind its deadlines catches up over passes, not in one) */
 	budget = e->nheap;
 	for (;;) {
 		int64_t th = fired < budget && e->nheap > 0 ?

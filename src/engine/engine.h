@@ -33,7 +33,8 @@
  * ENGINE_MIN_TPOT_MS) decodes at its own cadence from its prefill's end,
  * as if it ran on a model of that speed; requests at the server's TPOT
  * share the batch's step boundaries. One pass of the engine runs at most
- * one grid step and each timer once, in O(slots) with no allocation, so no
+ * one grid step and at most as many timer firings as there are timers, in
+ * O(slots) with no allocation, so no
  * request holds another's step, or its cancellation, back by more than a
  * step.
  *

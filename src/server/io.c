@@ -190,6 +190,19 @@ block(struct io_conn *ic, int64_t now)
 	}
 }
 
+/* Bytes went out while the stream waits for room: its client took some,
+ * so it is slow, not stalled, and the stall clock starts again (at the
+ * list's tail, which keeps it in blocked_since order). */
+static void
+progressed(struct io_conn *ic, int64_t now)
+{
+	if (!blocked(ic))
+		return;
+	LIST_REMOVE(&ic->t->stalls, ic, st_prev, st_next);
+	ic->blocked_since = now > 0 ? now : 1;
+	LIST_APPEND(&ic->t->stalls, ic, st_prev, st_next);
+}
+
 static void
 unblock(struct io_conn *ic)
 {
@@ -259,6 +272,7 @@ ic_flush(struct io_conn *ic, int64_t now)
 		    ic->room - IO_WRITE_COST(n) : 0;
 		ic->off += n;
 		ic->written = 1;
+		progressed(ic, now);
 	}
 	ts_buf_reset(&ic->out);
 	ic->off = 0;

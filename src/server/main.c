@@ -1,6 +1,6 @@
 /*
  * server/main.c - tokstream-fcgi: reads its options, opens the state and
- * metrics files, the backend and the engine, starts the request threads
+ * metrics files, the backend and the engine, starts the I/O and accept threads
  * (fcgi.c) and waits for a stop signal. docs/ARCHITECTURE.md draws how a
  * request travels from here.
  */
@@ -125,6 +125,11 @@ main(int argc, char **argv)
 	options_parse(&opt, argc, argv);
 	if (opt.log_path != NULL && open_log(opt.log_path) != 0)
 		return 1;
+	/* after --log, so that spawn-fcgi's child (stderr /dev/null) logs it */
+	if (opt.threads_given)
+		fprintf(stderr, "tokstream-fcgi: warning: --threads is "
+		    "deprecated and ignored: streams do not hold a thread "
+		    "each; --max-num-seqs and --max-waiting size the server\n");
 	if (open_counters() != 0)
 		return 1;
 	if (fcgi_listen(opt.socket_path, opt.backlog, errbuf,
@@ -193,7 +198,7 @@ main(int argc, char **argv)
 	}
 	fprintf(stderr, "tokstream-fcgi: pid %ld stopped by signal %d\n",
 	    (long)getpid(), sig);
-	/* Idle request threads are blocked in accept(): exit without
+	/* Idle accept threads are blocked in accept(): exit without
 	 * joining. */
 	_exit(0);
 }

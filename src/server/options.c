@@ -175,10 +175,7 @@ options_parse(struct options *o, int argc, char **argv)
 		switch (ch) {
 		case 't':
 			(void)parse_int("threads", optarg, 1, 1 << 20);
-			fprintf(stderr, "tokstream-fcgi: --threads is deprecated "
-			    "and ignored: streams do not hold a thread each; "
-			    "--max-num-seqs and --max-waiting size the "
-			    "server\n");
+			o->threads_given = 1;
 			break;
 		case O_IOTHREADS:
 			o->io_threads = parse_int("io-threads", optarg, 0,

@@ -18,6 +18,8 @@
 
 struct options {
 	int io_threads;              /* 0: one per online CPU */
+	int threads_given;           /* the deprecated --threads was given:
+				      * main warns once the log is open */
 	double write_stall_ms;       /* a stream whose client has taken no
 				      * byte this long is cancelled; 0 =
 				      * never */

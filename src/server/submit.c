@@ -52,8 +52,9 @@ submit(struct server *srv, struct engine_request *job,
 	} else if (rc == TS_ELIMIT) {
 		metrics_add(srv->metrics, METRICS_REJECTED_QUEUE_FULL, 1);
 		http_error_set(err, 429, "rate_limit_error", "queue_full",
-		    "all %u slots are busy and %u requests are waiting; "
-		    "retry later", srv->opt->engine.max_num_seqs,
+		    "the server holds as many streams as it takes (%u slots "
+		    "+ %u waiting; streams still sending to slow clients "
+		    "count too); retry later", srv->opt->engine.max_num_seqs,
 		    srv->opt->engine.max_waiting);
 	} else if (rc == TS_EINVAL) {
 		http_error_set(err, 400, "invalid_request_error",

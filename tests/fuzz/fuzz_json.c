@@ -1,5 +1,5 @@
 /*
- * fuzz_json.c - http_parse_json (src/http.h) on arbitrary bytes, as a
+ * fuzz_json.c - http_parse_json (src/server/http.h) on arbitrary bytes, as a
  * POST /generate body.
  *
  * Properties, each checked with abort():

@@ -1,5 +1,5 @@
 /*
- * fuzz_openai.c - openai_parse_request (src/openai.h) on arbitrary bytes,
+ * fuzz_openai.c - openai_parse_request (src/openai/openai.h, parse.h, encode.h) on arbitrary bytes,
  * as the body of POST /v1/completions and of POST /v1/chat/completions
  * (every input is parsed as both), then the encoders on what it accepted.
  *

@@ -1,5 +1,5 @@
 /*
- * fuzz_query.c - http_parse_query and http_form_decode (src/http.h) on
+ * fuzz_query.c - http_parse_query and http_form_decode (src/server/http.h) on
  * arbitrary bytes, as a GET /stream query string.
  *
  * Properties, each checked with abort():

@@ -1,5 +1,5 @@
 /*
- * fuzz_resume_id.c - resume_id_parse and resume_id_format (src/resume.h)
+ * fuzz_resume_id.c - resume_id_parse and resume_id_format (src/server/resume.h)
  * on arbitrary bytes, as a Last-Event-ID header or last_event_id value.
  *
  * Properties, each checked with abort():

@@ -1,5 +1,5 @@
 /*
- * fuzz_sse_roundtrip.c - the SSE encoder (src/sse.h) against tokbench's
+ * fuzz_sse_roundtrip.c - the SSE encoder (src/server/sse.h) against tokbench's
  * parser (src/bench/sse_parse.h): whatever the server encodes, a WHATWG
  * client reads back unchanged. The input is a token's bytes.
  *

@@ -1,5 +1,5 @@
 /*
- * fuzz_state.c - the state-file reader (src/state.h) on a file whose bytes
+ * fuzz_state.c - the state-file reader (src/server/state.h) on a file whose bytes
  * are the input: what a reader must survive after a crash mid-write, a
  * stray writer, or a file of another version.
  *

@@ -20,7 +20,7 @@ teardown_file() {
 @test "determinism and shared totals across two processes" {
 	before=$(curl -sS "$BASE/_debug/generated" | jq '.total_generated // 0' || echo 0)
 	[ -n "$before" ] || before=0
-	# 16 concurrent streams: both processes serve some (8 threads each)
+	# 16 concurrent streams: both processes serve some (each process its own engine and I/O threads)
 	for i in $(seq 1 16); do
 		curl -sS -N -D "$BATS_TEST_TMPDIR/h$i" -o "$BATS_TEST_TMPDIR/b$i" \
 			"$BASE/stream?prompt=same&max_tokens=25&tpot_ms=40" &

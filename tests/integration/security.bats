@@ -33,9 +33,9 @@ code_of() {
 	[ "$(grep -c '^data: {"token"' <<<"$output")" -eq 2 ]
 }
 
-# Waits for the fcgi_main.c patch of issue #5 (a request with a forwarding
-# header is not local); fails until it is applied.
-@test "XFF-PATCH: a request forwarded by a proxy is refused: 403 loopback_only on /_debug/generated and /metrics (X-Forwarded-For, Forwarded, X-Real-IP)" {
+# A request that carries a forwarding header is not local (issue #5; the
+# check is in server/debug.c).
+@test "a request forwarded by a proxy is refused: 403 loopback_only on /_debug/generated and /metrics (X-Forwarded-For, Forwarded, X-Real-IP)" {
 	for path in /_debug/generated /_debug/generated?id=1 /metrics; do
 		for h in 'X-Forwarded-For: 203.0.113.9' \
 		    'X-Forwarded-For: 127.0.0.1' \

@@ -259,7 +259,7 @@ fake_wait(struct conn *c, int64_t deadline)
 	}
 	clock_ns = to;
 	engine_advance(fc->engine, clock_ns);
-	/* the news is how a real relay thread is woken: take it */
+	/* the news is how a real I/O thread is woken: take it */
 	(void)engine_listener_take(&fc->listener);
 	return TS_OK;
 }

@@ -10,6 +10,8 @@
  *     (client_gone) within a step, few tokens generated;
  *   - a client that never reads costs no thread and is cancelled with
  *     write_stall after --write-stall-ms, its tokens counted wasted;
+ *   - a client that reads, but slower than the tokens come, is not: the
+ *     stall clock restarts whenever it takes bytes;
  *   - the hand-off: a 1-token stream may be finished (and its connection
  *     freed) by an I/O thread before route() returns on the accepting
  *     thread; the accepting side must learn of the hand-off from its own
@@ -160,17 +162,22 @@ static const struct conn_ops sc_ops = {
 };
 
 /*
- * A request for `target` (path and query) on a new socketpair; *peer gets
- * the client's end. As server/fcgi.c's accept thread does: assign, route,
+ * A request for `target` (path and query) on a new socketpair (its
+ * server end's SO_SNDBUF set to `sndbuf` when > 0); *peer gets the
+ * client's end. As server/fcgi.c's accept thread does: assign, route,
  * and finish it here only if nobody took it over. Returns whether it was
  * handed off.
  */
 static int
-open_stream(struct sock_conn *sc, const char *target, int *peer)
+open_stream_buf(struct sock_conn *sc, const char *target, int *peer,
+    int sndbuf)
 {
 	int sv[2], handed_off = 0;
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	if (sndbuf > 0)
+		assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF,
+		    &sndbuf, sizeof(sndbuf)), 0);
 	snprintf(sc->uri, sizeof(sc->uri), "%s", target);
 	sc->qs = strchr(sc->uri, '?') != NULL ? strchr(sc->uri, '?') + 1 : "";
 	sc->fd = sv[0];
@@ -182,6 +189,12 @@ open_stream(struct sock_conn *sc, const char *target, int *peer)
 	if (!handed_off)
 		sc_finish(&sc->c);
 	return handed_off;
+}
+
+static int
+open_stream(struct sock_conn *sc, const char *target, int *peer)
+{
+	return open_stream_buf(sc, target, peer, 0);
 }
 
 /* Reads from fd until EOF, at most cap - 1 bytes kept (NUL-terminated),
@@ -377,6 +390,56 @@ test_stall_costs_no_thread(void **unused)
 	assert_int_equal(thread_count(), before);
 }
 
+/* A client that reads 2 KiB every 50 ms from a small socket (slower than
+ * 1,000 tokens/s come, so the socket stays full and the stream always has
+ * bytes waiting) for 5 x STALL_MS is still served: it takes bytes, so it
+ * is slow, not stalled. Then it leaves. */
+static void
+test_slow_reader_not_stalled(void **unused)
+{
+	struct sock_conn *sc = calloc(1, sizeof(*sc));
+	struct state_record rec;
+	static char head[4096];
+	char buf[4096];
+	size_t got = 0;
+	int peer, i;
+	uint64_t id;
+
+	(void)unused;
+	assert_true(open_stream_buf(sc, "/stream?prompt=slow&max_tokens=8192"
+	    "&tpot_ms=1", &peer, 8192));
+	/* the head first, for the id */
+	while (strstr(head, "X-Request-Id: ") == NULL ||
+	    strstr(strstr(head, "X-Request-Id: "), "\r\n") == NULL) {
+		ssize_t n = read(peer, head + got, sizeof(head) - 1 - got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+		head[got] = '\0';
+	}
+	id = request_id(head);
+	for (i = 0; i < (int)(5 * STALL_MS / 50); i++) {
+		struct timespec ts = { 0, 50 * MS };
+
+		nanosleep(&ts, NULL);
+		if (read(peer, buf, 2048) <= 0) {
+			assert_int_equal(state_lookup(srv.state, id, &rec),
+			    TS_OK);
+			fail_msg("closed after %d reads: status %d cause %d "
+			    "generated %llu", i, (int)rec.status,
+			    (int)rec.cause, (unsigned long long)rec.generated);
+		}
+	}
+	assert_int_equal(state_lookup(srv.state, id, &rec), TS_OK);
+	assert_int_equal(rec.status, STATE_RUNNING);
+	close(peer);
+	wait_ended(id, &rec, 2000);
+	assert_int_equal(rec.status, STATE_CANCELLED);
+	assert_int_equal(rec.cause, STATE_CAUSE_CLIENT_GONE);
+	assert_int_equal(finished_of(sc), 1);
+	free(sc);
+}
+
 /* 1-token streams with no prefill, their connections freed by finish():
  * the I/O thread may end one before route() has returned. Every one is
  * finished exactly once, and only by the I/O thread. */
@@ -453,6 +516,7 @@ main(void)
 		cmocka_unit_test(test_stream_whole),
 		cmocka_unit_test(test_hangup_cancels),
 		cmocka_unit_test(test_stall_costs_no_thread),
+		cmocka_unit_test(test_slow_reader_not_stalled),
 		cmocka_unit_test(test_short_streams_handoff),
 	};
 

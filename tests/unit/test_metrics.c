@@ -1,5 +1,5 @@
 /*
- * test_metrics.c - the shared metrics file (src/metrics.h): bucket
+ * test_metrics.c - the shared metrics file (src/server/metrics.h): bucket
  * boundaries (le is inclusive), cumulative rendering, _sum and _count,
  * counters and gauges, two handles and forked processes on one file, the
  * slots of dead processes, damaged files (alone: re-initialised; in use:

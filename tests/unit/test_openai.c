@@ -1,5 +1,6 @@
 /*
- * test_openai.c - the OpenAI-compatible API module (src/openai.h),
+ * test_openai.c - the OpenAI-compatible API module (src/openai/: openai.h,
+ * parse.h, encode.h),
  * table-driven: every validation rule of POST /v1/completions and
  * POST /v1/chat/completions bodies (status, code and param), the
  * defaults, the limits, and byte-exact encodings of responses, stream

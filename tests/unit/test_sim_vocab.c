@@ -1,6 +1,7 @@
 /*
- * test_gen.c - unit tests of the deterministic generator (src/gen.c) and
- * its vocabulary (src/sim/vocab_table.c): the vocabulary's shape, the tokenizer,
+ * test_sim_vocab.c - unit tests of the deterministic lab generator
+ * (src/sim/lab.c) and its vocabulary (src/sim/vocab.c, vocab_table.c): the
+ * vocabulary's shape, the tokenizer,
  * the seed, determinism, the prefix property and canonical output, a
  * golden vector, and that generation exercises every class of stress
  * token.
