@@ -11,11 +11,6 @@
 
 #include <string.h>
 
-#include "sim/vocab.h"
-
-_Static_assert(RELEASE_FEED_MAX >= SIM_TOKEN_MAX_BYTES,
-    "a token must fit in one feed");
-
 enum ts_err
 release_init(struct release *r, const char *const strs[],
     const size_t lens[], size_t n)
@@ -92,24 +87,6 @@ release_bytes(struct release *r, const char *p, size_t len,
 	r->len += n;
 	release_match(r, n, out, stop);
 	return TS_OK;
-}
-
-enum ts_err
-release_token(struct release *r, uint32_t id, struct release_chunk *out,
-    int *stop)
-{
-	const char *t;
-	size_t len;
-
-	t = sim_token_text(id, &len);
-	if (t == NULL) {
-		out->p = r->buf;
-		out->len = 0;
-		if (stop != NULL)
-			*stop = r->stop.matched;
-		return TS_EINVAL;
-	}
-	return release_bytes(r, t, len, out, stop);
 }
 
 void

@@ -29,8 +29,8 @@
 #include "engine/utf8.h"
 #include "common/ts.h"
 
-/* Most bytes one release_bytes call takes (a token is at most
- * SIM_TOKEN_MAX_BYTES). */
+/* Most bytes one release_bytes call takes: a backend's longest token must
+ * fit (the simulator asserts it for SIM_TOKEN_MAX_BYTES). */
 #define RELEASE_FEED_MAX 64
 
 /* Text held for the stop matcher plus one feed's output. */
@@ -63,18 +63,11 @@ enum ts_err release_init(struct release *r, const char *const strs[],
     const size_t lens[], size_t n);
 
 /*
- * Feeds the text of token `id` (sim_token_text). *out gets the chunk that
- * may be released now (possibly empty; borrowed until the next call on r)
- * and *stop (may be NULL) 0, or 1 + the index of the stop string that
- * matched: the sequence is over, and later feeds release nothing.
- * Returns TS_EINVAL (nothing released) for an id with no text or after
- * release_finish.
- */
-enum ts_err release_token(struct release *r, uint32_t id,
-    struct release_chunk *out, int *stop);
-
-/*
- * The same for the bytes (p, len) (p may be NULL if len is 0; any bytes).
+ * Feeds the bytes (p, len) of the next token (p may be NULL if len is 0;
+ * any bytes). *out gets the chunk that may be released now (possibly
+ * empty; borrowed until the next call on r) and *stop (may be NULL) 0, or
+ * 1 + the index of the stop string that matched: the sequence is over,
+ * and later feeds release nothing.
  * TS_ELIMIT (nothing released) if len > RELEASE_FEED_MAX, TS_EINVAL
  * after release_finish.
  */

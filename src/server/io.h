@@ -34,8 +34,8 @@ enum ts_err io_start(struct io **out, struct server *srv, int n,
 /* The number of threads. */
 int io_threads(const struct io *io);
 
-/* The thread a new connection is relayed on: the one holding the fewest
- * streams. Sets c->shard. */
+/* The thread a new connection is relayed on: the threads in turn (round
+ * robin). Sets c->shard. */
 void io_assign(struct io *io, struct conn *c);
 
 /*

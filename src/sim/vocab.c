@@ -9,6 +9,11 @@
  */
 #include "sim/vocab_table.h"
 
+#include "engine/release.h"
+
+_Static_assert(RELEASE_FEED_MAX >= SIM_TOKEN_MAX_BYTES,
+    "a token must fit in one release feed");
+
 #include <pthread.h>
 #include <string.h>
 
@@ -212,4 +217,21 @@ sim_vocab_is_prefix(uint32_t id)
 	return id >= SIM_FIRST_TEXT_ID &&
 	    id - SIM_FIRST_TEXT_ID < sim_vocab_ntext &&
 	    sim_open[id - SIM_FIRST_TEXT_ID];
+}
+
+enum ts_err
+sim_release_token(struct release *r, uint32_t id, struct release_chunk *out,
+    int *stop)
+{
+	size_t len;
+	const char *t = sim_token_text(id, &len);
+
+	if (t == NULL) {
+		out->p = r->buf;
+		out->len = 0;
+		if (stop != NULL)
+			*stop = r->stop.matched;
+		return TS_EINVAL;
+	}
+	return release_bytes(r, t, len, out, stop);
 }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ts.h"
+
 #define SIM_FIRST_TEXT_ID 256u
 #define SIM_TOKEN_MAX_BYTES 32u
 
@@ -52,5 +54,17 @@ const char *sim_token_text(uint32_t id, size_t *len);
  */
 size_t sim_tokenize(const char *prompt, size_t len, uint32_t *ids,
     size_t cap);
+
+struct release;
+struct release_chunk;
+
+/*
+ * release_bytes (engine/release.h) of the text of token `id`
+ * (sim_token_text): the simulator's detokenizer in one call. Returns
+ * TS_EINVAL (nothing released, *out empty) for an id with no text or
+ * after release_finish.
+ */
+enum ts_err sim_release_token(struct release *r, uint32_t id,
+    struct release_chunk *out, int *stop);
 
 #endif /* TS_SIM_VOCAB_H */

@@ -547,7 +547,7 @@ tokgen_lm(const struct tokgen_opts *o, const char *prompt, size_t len)
 	for (k = 0; k < o->n && rc == TS_OK; k++) {
 		id = sim_lm_next(&lm);
 		produced++;
-		(void)release_token(&r, id, &c, &stop);
+		(void)sim_release_token(&r, id, &c, &stop);
 		rc = tokgen_lm_put(o, id, &c);
 		if (id == SIM_EOS_ID || stop != 0) {
 			finish = "stop";

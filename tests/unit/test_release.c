@@ -404,21 +404,21 @@ test_release_tokens(void **state)
 	(void)state;
 	assert_int_equal(release_init(&r, NULL, NULL, 0), TS_OK);
 	assert_int_equal(sim_tokenize(S(" the"), ids, 1), 1);
-	assert_int_equal(release_token(&r, ids[0], &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, ids[0], &c, &m), TS_OK);
 	assert_int_equal(c.len, 4);
 	assert_memory_equal(c.p, " the", 4);
 	assert_int_equal(m, 0);
 	/* 你 spelt in byte tokens */
-	assert_int_equal(release_token(&r, 0xe4, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, 0xe4, &c, &m), TS_OK);
 	assert_int_equal(c.len, 0);
-	assert_int_equal(release_token(&r, 0xbd, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, 0xbd, &c, &m), TS_OK);
 	assert_int_equal(c.len, 0);
-	assert_int_equal(release_token(&r, 0xa0, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, 0xa0, &c, &m), TS_OK);
 	assert_int_equal(c.len, 3);
 	assert_memory_equal(c.p, "\xe4\xbd\xa0", 3);
-	assert_int_equal(release_token(&r, SIM_EOS_ID, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, SIM_EOS_ID, &c, &m), TS_OK);
 	assert_int_equal(c.len, 0);
-	assert_int_equal(release_token(&r, SIM_EOS_ID + 1, &c, &m),
+	assert_int_equal(sim_release_token(&r, SIM_EOS_ID + 1, &c, &m),
 	    TS_EINVAL);
 	assert_int_equal(c.len, 0);
 	memset(big, 'a', sizeof(big));
@@ -426,11 +426,11 @@ test_release_tokens(void **state)
 	    TS_ELIMIT);
 	assert_int_equal(c.len, 0);
 	/* max_tokens cut a character short: U+FFFD at the end */
-	assert_int_equal(release_token(&r, 0xe4, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, 0xe4, &c, &m), TS_OK);
 	release_finish(&r, &c);
 	assert_int_equal(c.len, 3);
 	assert_memory_equal(c.p, FFFD, 3);
-	assert_int_equal(release_token(&r, ids[0], &c, &m), TS_EINVAL);
+	assert_int_equal(sim_release_token(&r, ids[0], &c, &m), TS_EINVAL);
 	assert_int_equal(c.len, 0);
 	release_finish(&r, &c);
 	assert_int_equal(c.len, 0);
@@ -439,10 +439,10 @@ test_release_tokens(void **state)
 	assert_int_equal(release_init(&r, stops, lens, 1), TS_OK);
 	assert_int_equal(release_bytes(&r, S("ab"), &c, &m), TS_OK);
 	assert_int_equal(c.len, 2);
-	assert_int_equal(release_token(&r, 0xe4, &c, &m), TS_OK);
-	assert_int_equal(release_token(&r, 0xb8, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, 0xe4, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, 0xb8, &c, &m), TS_OK);
 	assert_int_equal(c.len + m, 0);
-	assert_int_equal(release_token(&r, 0x96, &c, &m), TS_OK);
+	assert_int_equal(sim_release_token(&r, 0x96, &c, &m), TS_OK);
 	assert_int_equal(c.len, 0);
 	assert_int_equal(m, 1);
 	assert_int_equal(release_bytes(&r, S("cd"), &c, &m), TS_OK);
@@ -561,7 +561,7 @@ test_release_property(void **state)
 		nr = 0;
 		m = 0;
 		for (k = 0; k < n && m == 0; k++) {
-			assert_int_equal(release_token(&r, ids[k], &c,
+			assert_int_equal(sim_release_token(&r, ids[k], &c,
 			    &m), TS_OK);
 			assert_true(utf8_valid(c.p, c.len));
 			if (ids[k] < SIM_FIRST_TEXT_ID && c.len == 0)
