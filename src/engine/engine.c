@@ -623,7 +623,7 @@ next_event(const struct engine *e)
 static uint32_t
 forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 {
-	uint32_t i, m = 0;
+	uint32_t i, m = 0, go;
 	enum ts_err rc = TS_OK;
 
 	if (n == 0)
@@ -648,8 +648,10 @@ forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 		*t = engine_now_ns();
 	}
 	e->steps++;
-	/* step_ids[] follows the started ones */
-	for (i = 0, m = 0; i < n; i++) {
+	/* step_ids[] follows the started ones; a sequence that ends here
+	 * is not looked at again (with no relay holding it, seq_finish
+	 * freed it) */
+	for (i = 0, m = 0, go = 0; i < n; i++) {
 		struct engine_seq *s = seqs[i];
 		enum engine_finish f;
 
@@ -660,13 +662,13 @@ forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 			continue;
 		}
 		f = seq_publish(e, s, e->step_ids[m++]);
-		if (f != ENGINE_FINISH_NONE)
+		if (f != ENGINE_FINISH_NONE) {
 			seq_finish(e, s, f, *t);
+			continue;
+		}
+		seqs[go++] = s;
 	}
-	for (i = 0, m = 0; i < n; i++)
-		if (seqs[i]->phase != SEQ_DONE)
-			seqs[m++] = seqs[i];
-	return m;
+	return go;
 }
 
 /*

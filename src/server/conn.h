@@ -4,7 +4,7 @@
  * 6.2: a Responder's stdout is a CGI response, "Status:" line and headers
  * first). Handlers see only this, never libfcgi, so they run the same
  * over a FastCGI request (server/fcgi.c, the one file that includes
- * fcgiapp.h) and over a fake connection in the unit tests.
+ * libfcgi's header) and over a fake connection in the unit tests.
  *
  * A handler runs on an accept thread and answers there (an error, a JSON
  * object); a stream it hands to the server's driver (server.h `stream`),

@@ -1,6 +1,6 @@
 /*
  * server/fcgi.c - the accept threads and struct conn over libfcgi
- * (fcgi.h). The only file that includes fcgiapp.h.
+ * (fcgi.h). The only file that includes libfcgi's header.
  *
  * An accept thread takes a request with FCGX_Accept_r (libfcgi reads its
  * FastCGI records: FCGI_BEGIN_REQUEST, the params, the body as FCGI_STDIN)

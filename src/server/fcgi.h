@@ -2,7 +2,7 @@
  * server/fcgi.h - the FastCGI side of tokstream-fcgi (FastCGI 1.0,
  * "Responder" role, over libfcgi): listening, a few accept threads
  * that accept with FCGX_Accept_r, and struct conn (conn.h) over an
- * FCGX_Request. fcgi.c is the one file that includes fcgiapp.h.
+ * FCGX_Request. fcgi.c is the one file that includes libfcgi's header.
  */
 #ifndef TS_SERVER_FCGI_H
 #define TS_SERVER_FCGI_H

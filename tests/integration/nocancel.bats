@@ -7,7 +7,8 @@
 # client's FIN as a half-close: it writes on, and closes the FastCGI
 # socket only after the client's RST, so one or two tokens past the five
 # read are written before the responder sees the hang-up (6 written in 8
-# of 8 tries on an idle machine; a loaded CI run wrote one more). With cancellation on, the same client costs
+# of 8 tries on an idle machine; one more when lighttpd is slow to see
+# the RST). With cancellation on, the same client costs
 # about 7 generated tokens in all, so "92 or more wasted" can only hold
 # when --no-cancel really kept decoding.
 
