@@ -146,7 +146,8 @@ static const struct option cmd_stream_longopts[] = {
 const struct opts_cmd cmd_stream = {
 	"stream", ":hu:p:", cmd_stream_longopts,
 	"usage: tokbench stream [--url BASE] [--prompt TEXT] "
-	"[--max-tokens N] [--events]\n"
+	"[--max-tokens N] [--events | --json] [--tpot-ms MS]\n"
+	"                      [--prefill-ms MS]\n"
 	"Opens one GET /stream and prints key=value lines: url, "
 	"request_id,\n"
 	"max_tokens, tokens, comments, ttft_ms, itl_count, itl_p50_ms, "

@@ -718,7 +718,8 @@ render_gauges(struct ts_buf *b, const struct metrics *m)
 		live++;
 	}
 	if ((rc = render_family(b, "tokstream:num_requests_running",
-	    "Requests in a decode slot, over all responder processes.",
+	    "Requests in a slot (prefill or decode), over all responder "
+	    "processes.",
 	    "gauge")) != TS_OK ||
 	    (rc = put(b, "tokstream:num_requests_running %" PRId64 "\n",
 	    (int64_t)running)) != TS_OK)
