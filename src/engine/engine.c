@@ -474,25 +474,15 @@ seq_finish(struct engine *e, struct engine_seq *s, enum engine_finish f,
 static int
 seq_stops(struct engine *e, struct engine_seq *s, uint32_t id)
 {
-	size_t len, off = 0;
+	size_t len;
 	const char *text;
 	int stop = 0;
 
 	if (s->stop == NULL)
 		return 0;
 	text = e->be.token_text(e->be.impl, id, &len);
-	if (text == NULL)
-		len = 0;
-	/* a token text longer than one feed goes in pieces */
-	do {
-		size_t n = len - off > RELEASE_FEED_MAX ? RELEASE_FEED_MAX :
-		    len - off;
-		struct release_chunk c;
-
-		if (release_bytes(s->stop, text + off, n, &c, &stop) != TS_OK)
-			break;
-		off += n;
-	} while (off < len && !stop);
+	(void)release_text(s->stop, text, text != NULL ? len : 0, NULL,
+	    &stop);
 	return stop != 0;
 }
 

@@ -89,6 +89,32 @@ release_bytes(struct release *r, const char *p, size_t len,
 	return TS_OK;
 }
 
+enum ts_err
+release_text(struct release *r, const char *p, size_t len,
+    struct ts_buf *out, int *stop)
+{
+	size_t off = 0;
+	int st = 0;
+	enum ts_err rc;
+
+	/* an empty text is fed too: it reports the stop state */
+	do {
+		size_t n = len - off > RELEASE_FEED_MAX ? RELEASE_FEED_MAX :
+		    len - off;
+		struct release_chunk c = { NULL, 0 };
+
+		if ((rc = release_bytes(r, p != NULL ? p + off : NULL, n,
+		    &c, &st)) != TS_OK)
+			break;
+		if (out != NULL && c.len > 0)
+			(void)ts_buf_append_part(out, c.p, c.len);
+		off += n;
+	} while (off < len && !st);
+	if (stop != NULL)
+		*stop = st;
+	return rc;
+}
+
 void
 release_finish(struct release *r, struct release_chunk *out)
 {

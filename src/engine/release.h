@@ -27,6 +27,7 @@
 
 #include "engine/stop.h"
 #include "engine/utf8.h"
+#include "common/buf.h"
 #include "common/ts.h"
 
 /* Most bytes one release_bytes call takes: a backend's longest token must
@@ -73,6 +74,17 @@ enum ts_err release_init(struct release *r, const char *const strs[],
  */
 enum ts_err release_bytes(struct release *r, const char *p,
     size_t len, struct release_chunk *out, int *stop);
+
+/*
+ * Feeds the whole text (p, len) of one token, of any length, in pieces
+ * of RELEASE_FEED_MAX bytes, until it ends or a stop string matches.
+ * Each released chunk is appended to *out (NULL: only the stop matters;
+ * an append that fails is dropped, as ts_buf_append_part drops it).
+ * *stop as release_bytes. Returns TS_OK, or TS_EINVAL after
+ * release_finish.
+ */
+enum ts_err release_text(struct release *r, const char *p, size_t len,
+    struct ts_buf *out, int *stop);
 
 /*
  * The end of the sequence for any reason: *out gets everything still held

@@ -37,32 +37,17 @@ relay_init(struct relay *r, struct server *srv, struct reply *rp,
 	return release_init(&r->rel, stop, stop_len, nstop);
 }
 
-/*
- * The released text of token `id` into r->piece: its bytes go through
- * the detokenizer RELEASE_FEED_MAX at a time.
- */
+/* The released text of token `id` into r->piece. */
 static void
 release_id(struct relay *r, uint32_t id)
 {
 	const struct engine_backend *be = r->srv->backend;
-	size_t len, off = 0;
+	size_t len;
 	const char *text = be->token_text(be->impl, id, &len);
-	int stop = 0;
 
 	ts_buf_reset(&r->piece);
-	if (text == NULL)
-		len = 0;
-	do {
-		size_t n = len - off > RELEASE_FEED_MAX ? RELEASE_FEED_MAX :
-		    len - off;
-		struct release_chunk c = { NULL, 0 };
-
-		if (release_bytes(&r->rel, text + off, n, &c, &stop) != TS_OK)
-			break;
-		if (c.len > 0)
-			(void)ts_buf_append_part(&r->piece, c.p, c.len);
-		off += n;
-	} while (off < len && !stop);
+	(void)release_text(&r->rel, text, text != NULL ? len : 0, &r->piece,
+	    NULL);
 }
 
 enum relay_state

@@ -21,6 +21,7 @@
 
 #include "sim/vocab.h"
 #include "sim/lm.h"
+#include "common/buf.h"
 #include "engine/release.h"
 #include "engine/stop.h"
 #include "engine/utf8.h"
@@ -505,8 +506,10 @@ test_release_property(void **state)
 	size_t with_bytes = 0, held_utf8 = 0, stopped = 0, cut_short = 0;
 	uint64_t seed;
 	int m, had_bytes;
+	struct ts_buf text;
 
 	(void)state;
+	ts_buf_init(&text, sizeof(streamed));
 	for (seed = 0; seed < SEEDS; seed++) {
 		engine_sampling_defaults(&p);
 		p.temperature = 1.5;
@@ -592,6 +595,16 @@ test_release_property(void **state)
 		memcpy(whole + nw, c.p, c.len);
 		nw += c.len;
 
+		/* The same text through release_text, in one call. */
+		assert_int_equal(release_init(&r, stops, lens, nstops),
+		    TS_OK);
+		ts_buf_reset(&text);
+		assert_int_equal(release_text(&r, raw, len, &text, &m), TS_OK);
+		release_finish(&r, &c);
+		assert_int_equal(ts_buf_append_part(&text, c.p, c.len), TS_OK);
+		assert_int_equal(text.len, nw);
+		assert_memory_equal(text.p, whole, nw);
+
 		assert_int_equal(nr, nw);
 		assert_memory_equal(streamed, whole, nr);
 		assert_int_equal(reference(raw, len, stops, lens, nstops,
@@ -603,6 +616,7 @@ test_release_property(void **state)
 	assert_true(with_bytes >= 5);
 	assert_true(held_utf8 >= 5);
 	assert_true(stopped >= SEEDS / 3);
+	ts_buf_free(&text);
 }
 
 int
