@@ -87,7 +87,7 @@ openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
 	enum ts_err rc;
 	size_t i;
 
-	if (req->kind != OPENAI_CHAT)
+	if (req->kind == OPENAI_COMPLETIONS || req->messages == NULL)
 		return TS_EINVAL;
 	msgs = xcalloc(req->n_messages + 1u, sizeof(*msgs));
 	for (i = 0; i < req->n_messages; i++) {

@@ -61,12 +61,12 @@ enum ts_err chat_render(const struct chat_msg *msgs, size_t n,
     struct ts_buf *out);
 
 /*
- * Appends the prompt of a chat request rendered with tokstream's chat
- * template (openai/chat.h, CHAT_TEMPLATE): for each message
- * "<|ROLE|>\nCONTENT\n" (ROLE system, user or assistant), then the
- * generation prompt "<|assistant|>\n" to start the answer.
- * TS_EINVAL for a request that is not chat; TS_ELIMIT if the buffer's
- * limit would be exceeded (nothing is appended then).
+ * Appends the prompt of a chat (or Responses API) request rendered with
+ * tokstream's chat template (openai/chat.h, CHAT_TEMPLATE): for each
+ * message "<|ROLE|>\nCONTENT\n" (ROLE system, user or assistant), then
+ * the generation prompt "<|assistant|>\n" to start the answer.
+ * TS_EINVAL for a request without messages (completions); TS_ELIMIT if
+ * the buffer's limit would be exceeded (nothing is appended then).
  */
 enum ts_err openai_chat_prompt(const struct openai_request *req,
     struct ts_buf *b);

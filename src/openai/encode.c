@@ -98,9 +98,11 @@ openai_encode_response(struct ts_buf *b, const struct openai_meta *m,
 
 	if (m->kind == OPENAI_CHAT) {
 		o = head(m, "chat.completion");
-		choice = json_pack("{s:i,s:{s:s,s:s%},s:n,s:s}", "index", 0,
-		    "message", "role", "assistant", "content", text, len,
-		    "logprobs", "finish_reason", fr);
+		/* "refusal" is required by OpenAI's schema, and OpenAI sends
+		 * null when the model did not refuse */
+		choice = json_pack("{s:i,s:{s:s,s:s%,s:n},s:n,s:s}", "index",
+		    0, "message", "role", "assistant", "content", text, len,
+		    "refusal", "logprobs", "finish_reason", fr);
 	} else {
 		o = head(m, "text_completion");
 		choice = json_pack("{s:i,s:s%,s:n,s:s}", "index", 0, "text",
@@ -236,8 +238,9 @@ openai_encode_stream_error(struct ts_buf *b, const struct http_error *err)
 	return rc;
 }
 
-enum ts_err
-openai_encode_models(struct ts_buf *b, const struct openai_model_info *m)
+/* The model object of m; NULL when a string is not UTF-8. */
+static json_t *
+model_json(const struct openai_model_info *m)
 {
 	json_t *model, *ext = NULL;
 
@@ -256,6 +259,34 @@ openai_encode_models(struct ts_buf *b, const struct openai_model_info *m)
 			    json_string(m->chat_template));
 		model = set(model, "tokstream", ext);
 	}
-	return emit(b, model ? json_pack("{s:s,s:[o]}", "object", "list",
-	    "data", model) : NULL, 0);
+	return model;
+}
+
+enum ts_err
+openai_encode_models(struct ts_buf *b, const struct openai_model_info *m,
+    const char *const *names, size_t n)
+{
+	struct openai_model_info one = *m;
+	json_t *data = json_array();
+	size_t k;
+
+	for (k = 0; k < n && data != NULL; k++) {
+		json_t *o;
+
+		one.id = names[k];
+		one.id_len = strlen(names[k]);
+		o = model_json(&one);
+		if (o == NULL || json_array_append_new(data, o) != 0) {
+			json_decref(data);
+			data = NULL;
+		}
+	}
+	return emit(b, data ? json_pack("{s:s,s:o}", "object", "list",
+	    "data", data) : NULL, 0);
+}
+
+enum ts_err
+openai_encode_model(struct ts_buf *b, const struct openai_model_info *m)
+{
+	return emit(b, model_json(m), 0);
 }

@@ -41,8 +41,8 @@ const char *openai_finish_reason(enum openai_finish f);
  * "choices":[{"index":0,"text","logprobs":null,"finish_reason"}],
  * "usage":{"prompt_tokens","completion_tokens","total_tokens"}}; chat
  * {"id","object":"chat.completion","created","model","choices":[{"index":
- * 0,"message":{"role":"assistant","content"},"logprobs":null,
- * "finish_reason"}],"usage":{...}}. No trailing newline.
+ * 0,"message":{"role":"assistant","content","refusal":null},
+ * "logprobs":null,"finish_reason"}],"usage":{...}}. No trailing newline.
  */
 enum ts_err openai_encode_response(struct ts_buf *b,
     const struct openai_meta *m, const char *text, size_t len,
@@ -116,12 +116,19 @@ struct openai_model_info {
 };
 
 /*
- * GET /v1/models: {"object":"list","data":[{"id","object":"model",
- * "created","owned_by":"tokstream"[,"max_model_len"][,"tokstream":
- * {["backend"][,"chat_template"]}]}]}. Extra fields are allowed by the
- * OpenAI clients. No trailing newline.
+ * GET /v1/models: {"object":"list","data":[MODEL...]}, one model object
+ * per name of names[0..n) (each described by m, whose id is ignored),
+ * where a model object is {"id","object":"model","created","owned_by":
+ * "tokstream"[,"max_model_len"][,"tokstream":{["backend"]
+ * [,"chat_template"]}]}. Extra fields are allowed by the OpenAI clients.
+ * No trailing newline. TS_EINVAL if a name is not UTF-8.
  */
 enum ts_err openai_encode_models(struct ts_buf *b,
+    const struct openai_model_info *m, const char *const *names, size_t n);
+
+/* GET /v1/models/{model}: the model object of m alone (OpenAI API
+ * reference, "Retrieve model"). No trailing newline. */
+enum ts_err openai_encode_model(struct ts_buf *b,
     const struct openai_model_info *m);
 
 #endif /* TS_OPENAI_ENCODE_H */

@@ -6,7 +6,9 @@
  *
  * Wire format: the OpenAI API reference, "Completions" (legacy), "Chat
  * Completions" (create, the chat completion object, the chunk object,
- * stream_options.include_usage) and "Models" (list); vLLM's OpenAI
+ * stream_options.include_usage), "Responses" (create, the response
+ * object, its streaming events; text output) and "Models" (list,
+ * retrieve); vLLM's OpenAI
  * server for the extension ignore_eos, max_completion_tokens beating
  * max_tokens, and model-not-found being a 404.
  */
@@ -23,7 +25,8 @@
 /* Documented limits and defaults (docs/API.md "OpenAI API"). */
 #define OPENAI_MAX_TOKENS_CAP HTTP_MAX_TOKENS_CAP   /* max_tokens: 8192 */
 #define OPENAI_COMPLETIONS_DEFAULT_MAX_TOKENS 16    /* as OpenAI's */
-#define OPENAI_CHAT_DEFAULT_MAX_TOKENS 256          /* tokstream's choice */
+#define OPENAI_CHAT_DEFAULT_MAX_TOKENS 256          /* tokstream's choice,
+						     * also /v1/responses' */
 #define OPENAI_MAX_MESSAGES 256            /* chat messages per request */
 #define OPENAI_MAX_CONTENT_PARTS 256       /* text parts per message */
 #define OPENAI_MAX_CONTENT_BYTES (1u << 20) /* prompt, or all content */
@@ -33,7 +36,8 @@
 /* Which endpoint a body was sent to. */
 enum openai_kind {
 	OPENAI_COMPLETIONS,      /* POST /v1/completions */
-	OPENAI_CHAT              /* POST /v1/chat/completions */
+	OPENAI_CHAT,             /* POST /v1/chat/completions */
+	OPENAI_RESPONSES         /* POST /v1/responses (text output) */
 };
 
 /* A chat message's author. "developer" is parsed as OPENAI_ROLE_SYSTEM

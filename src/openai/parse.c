@@ -31,6 +31,9 @@ openai_request_free(struct openai_request *r)
 	free(r->prompt);
 	r->prompt = NULL;
 	r->prompt_len = 0;
+	free(r->instructions);
+	r->instructions = NULL;
+	r->instructions_len = 0;
 	for (i = 0; r->messages != NULL && i < r->n_messages; i++)
 		free(r->messages[i].content);
 	free(r->messages);
@@ -49,8 +52,9 @@ request_defaults(struct openai_request *r, enum openai_kind kind)
 {
 	memset(r, 0, sizeof(*r));
 	r->kind = kind;
-	r->max_tokens = kind == OPENAI_CHAT ? OPENAI_CHAT_DEFAULT_MAX_TOKENS :
-	    OPENAI_COMPLETIONS_DEFAULT_MAX_TOKENS;
+	r->max_tokens = kind == OPENAI_COMPLETIONS ?
+	    OPENAI_COMPLETIONS_DEFAULT_MAX_TOKENS :
+	    OPENAI_CHAT_DEFAULT_MAX_TOKENS;
 	r->temperature = 1.0;
 	r->top_p = 1.0;
 	r->prefill_ms = -1;
@@ -332,8 +336,8 @@ parse_prompt(const json_t *root, struct openai_request *req,
  * in *len. Returns TS_OK, or TS_EINVAL / TS_ELIMIT with *err.
  */
 static enum ts_err
-check_content(const json_t *c, size_t i, size_t *len,
-    struct http_error *err)
+check_content(const json_t *c, const char *field, enum openai_kind kind,
+    size_t i, size_t *len, struct http_error *err)
 {
 	char path[PATH_MAX_BYTES];
 	size_t j, n, total = 0;
@@ -342,7 +346,7 @@ check_content(const json_t *c, size_t i, size_t *len,
 		*len = json_string_length(c);
 		return TS_OK;
 	}
-	snprintf(path, sizeof(path), "messages[%zu].content", i);
+	snprintf(path, sizeof(path), "%s[%zu].content", field, i);
 	if (!json_is_array(c)) {
 		err_type(err, path, "a string or an array of content parts",
 		    c);
@@ -360,14 +364,14 @@ check_content(const json_t *c, size_t i, size_t *len,
 	for (j = 0; j < n; j++) {
 		const json_t *part = json_array_get(c, j), *t;
 
-		snprintf(path, sizeof(path), "messages[%zu].content[%zu]", i,
-		    j);
+		snprintf(path, sizeof(path), "%s[%zu].content[%zu]", field,
+		    i, j);
 		if (!json_is_object(part)) {
 			err_type(err, path, "an object", part);
 			return TS_EINVAL;
 		}
-		snprintf(path, sizeof(path),
-		    "messages[%zu].content[%zu].type", i, j);
+		snprintf(path, sizeof(path), "%s[%zu].content[%zu].type",
+		    field, i, j);
 		t = json_object_get(part, "type");
 		if (!given(t)) {
 			err_missing(err, path);
@@ -377,15 +381,17 @@ check_content(const json_t *c, size_t i, size_t *len,
 			err_type(err, path, "a string", t);
 			return TS_EINVAL;
 		}
-		if (!str_is(t, "text")) {
+		if (kind == OPENAI_RESPONSES ? !str_is(t, "input_text") &&
+		    !str_is(t, "output_text") : !str_is(t, "text")) {
 			http_error_set(err, 400, ERR_TYPE, "invalid_value",
-			    "Invalid value for '%s': only 'text' content "
-			    "parts are supported.", path);
+			    "Invalid value for '%s': only %s content parts "
+			    "are supported.", path, kind == OPENAI_RESPONSES ?
+			    "'input_text' and 'output_text'" : "'text'");
 			http_error_set_param(err, "%s", path);
 			return TS_EINVAL;
 		}
-		snprintf(path, sizeof(path),
-		    "messages[%zu].content[%zu].text", i, j);
+		snprintf(path, sizeof(path), "%s[%zu].content[%zu].text",
+		    field, i, j);
 		t = json_object_get(part, "text");
 		if (!given(t)) {
 			err_missing(err, path);
@@ -427,50 +433,66 @@ copy_content(const json_t *c, char *dst, size_t len)
 }
 
 /*
- * "messages" of a chat request. Everything is checked first (roles,
- * content shapes, the OPENAI_MAX_CONTENT_BYTES total), then copied.
- * Returns TS_OK, or TS_EINVAL / TS_ELIMIT with *err.
+ * The messages of a chat request ("messages") or of a Responses API
+ * request ("input" as a list; its items are messages, with an optional
+ * "type":"message"), after `first` leading slots the caller fills
+ * (the Responses API's instructions). Everything is checked first (roles,
+ * content shapes, the OPENAI_MAX_CONTENT_BYTES total with `used` bytes
+ * already taken), then copied. Returns TS_OK, or TS_EINVAL / TS_ELIMIT
+ * with *err.
  */
 static enum ts_err
-parse_messages(const json_t *root, struct openai_request *req,
-    struct http_error *err)
+parse_messages(const json_t *root, const char *field, size_t first,
+    size_t used, struct openai_request *req, struct http_error *err)
 {
-	const json_t *v = json_object_get(root, "messages");
+	const json_t *v = json_object_get(root, field);
 	char path[PATH_MAX_BYTES];
-	size_t i, n, total = 0;
+	size_t i, n, total = used;
 	size_t *lens = NULL;
 	enum ts_err rc;
 
 	if (!given(v)) {
-		err_missing(err, "messages");
+		err_missing(err, field);
 		return TS_EINVAL;
 	}
 	if (!json_is_array(v)) {
-		err_type(err, "messages", "an array", v);
+		err_type(err, field, req->kind == OPENAI_RESPONSES ?
+		    "a string or an array" : "an array", v);
 		return TS_EINVAL;
 	}
 	n = json_array_size(v);
 	if (n == 0) {
-		err_empty_array(err, "messages");
+		err_empty_array(err, field);
 		return TS_EINVAL;
 	}
 	if (n > OPENAI_MAX_MESSAGES) {
-		err_array_long(err, "messages", OPENAI_MAX_MESSAGES, n);
+		err_array_long(err, field, OPENAI_MAX_MESSAGES, n);
 		return TS_ELIMIT;
 	}
 	lens = xcalloc(n, sizeof(*lens));
-	req->messages = xcalloc(n, sizeof(*req->messages));
+	req->messages = xcalloc(first + n, sizeof(*req->messages));
 	for (i = 0; i < n; i++) {
-		const json_t *m = json_array_get(v, i), *role, *c;
-		struct openai_message *dst = &req->messages[i];
+		const json_t *m = json_array_get(v, i), *role, *c, *t;
+		struct openai_message *dst = &req->messages[first + i];
 
-		snprintf(path, sizeof(path), "messages[%zu]", i);
+		snprintf(path, sizeof(path), "%s[%zu]", field, i);
 		if (!json_is_object(m)) {
 			err_type(err, path, "an object", m);
 			rc = TS_EINVAL;
 			goto out;
 		}
-		snprintf(path, sizeof(path), "messages[%zu].role", i);
+		t = json_object_get(m, "type");
+		if (req->kind == OPENAI_RESPONSES && given(t) &&
+		    !str_is(t, "message")) {
+			snprintf(path, sizeof(path), "%s[%zu].type", field, i);
+			http_error_set(err, 400, ERR_TYPE, "unsupported_value",
+			    "Invalid value for '%s': tokstream takes only "
+			    "'message' input items.", path);
+			http_error_set_param(err, "%s", path);
+			rc = TS_EINVAL;
+			goto out;
+		}
+		snprintf(path, sizeof(path), "%s[%zu].role", field, i);
 		role = json_object_get(m, "role");
 		if (!given(role)) {
 			err_missing(err, path);
@@ -508,23 +530,24 @@ parse_messages(const json_t *root, struct openai_request *req,
 		}
 		c = json_object_get(m, "content");
 		if (!given(c)) {
-			snprintf(path, sizeof(path), "messages[%zu].content",
+			snprintf(path, sizeof(path), "%s[%zu].content", field,
 			    i);
 			err_missing(err, path);
 			rc = TS_EINVAL;
 			goto out;
 		}
-		rc = check_content(c, i, &lens[i], err);
+		rc = check_content(c, field, req->kind, i, &lens[i], err);
 		if (rc != TS_OK)
 			goto out;
 		total += lens[i];
 		if (total > OPENAI_MAX_CONTENT_BYTES) {
 			http_error_set(err, 400, ERR_TYPE,
 			    "string_above_max_length",
-			    "Invalid 'messages': the content of messages 0 to "
-			    "%zu is over %u bytes, tokstream's limit.", i,
+			    "Invalid '%s': the content of %s 0 to %zu%s is "
+			    "over %u bytes, tokstream's limit.", field, field,
+			    i, used > 0 ? " and the instructions" : "",
 			    OPENAI_MAX_CONTENT_BYTES);
-			http_error_set_param(err, "messages");
+			http_error_set_param(err, "%s", field);
 			rc = TS_ELIMIT;
 			goto out;
 		}
@@ -532,12 +555,13 @@ parse_messages(const json_t *root, struct openai_request *req,
 	for (i = 0; i < n; i++) {
 		const json_t *c = json_object_get(json_array_get(v, i),
 		    "content");
+		struct openai_message *dst = &req->messages[first + i];
 
-		req->messages[i].content = xmalloc(lens[i] + 1);
-		req->messages[i].content_len = lens[i];
-		copy_content(c, req->messages[i].content, lens[i]);
+		dst->content = xmalloc(lens[i] + 1);
+		dst->content_len = lens[i];
+		copy_content(c, dst->content, lens[i]);
 	}
-	req->n_messages = n;
+	req->n_messages = first + n;
 	rc = TS_OK;
 out:
 	free(lens);
@@ -547,6 +571,58 @@ out:
 		req->messages = NULL;
 	}
 	return rc;
+}
+
+/*
+ * A Responses API request's "instructions" (null or a string: a system
+ * message first) and "input" (a string: one user message; or a list of
+ * messages). Returns TS_OK, or TS_EINVAL / TS_ELIMIT with *err.
+ */
+static enum ts_err
+parse_input(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *ins = json_object_get(root, "instructions");
+	const json_t *in = json_object_get(root, "input");
+	size_t first, used;
+	enum ts_err rc;
+
+	if (given(ins) && !json_is_string(ins)) {
+		err_type(err, "instructions", "a string", ins);
+		return TS_EINVAL;
+	}
+	first = given(ins) ? 1 : 0;
+	used = first ? json_string_length(ins) : 0;
+	if (used > OPENAI_MAX_CONTENT_BYTES) {
+		err_string_long(err, "instructions", OPENAI_MAX_CONTENT_BYTES,
+		    used);
+		return TS_ELIMIT;
+	}
+	if (given(in) && json_is_string(in)) {
+		if (used + json_string_length(in) > OPENAI_MAX_CONTENT_BYTES) {
+			err_string_long(err, "input", OPENAI_MAX_CONTENT_BYTES -
+			    used, json_string_length(in));
+			return TS_ELIMIT;
+		}
+		req->messages = xcalloc(first + 1, sizeof(*req->messages));
+		req->messages[first].role = OPENAI_ROLE_USER;
+		req->messages[first].content_len = json_string_length(in);
+		req->messages[first].content = xstrndup(json_string_value(in),
+		    json_string_length(in));
+		req->n_messages = first + 1;
+	} else if ((rc = parse_messages(root, "input", first, used, req,
+	    err)) != TS_OK) {
+		return rc;
+	}
+	if (first) {
+		req->messages[0].role = OPENAI_ROLE_SYSTEM;
+		req->messages[0].content_len = used;
+		req->messages[0].content = xstrndup(json_string_value(ins),
+		    used);
+		req->instructions = xstrndup(json_string_value(ins), used);
+		req->instructions_len = used;
+	}
+	return TS_OK;
 }
 
 /* Checks one stop sequence s at `path`; returns TS_OK or TS_EINVAL. */
@@ -693,11 +769,41 @@ parse_lab(const json_t *root, struct openai_request *req,
 	return TS_OK;
 }
 
+void
+openai_model_not_found(struct http_error *err, const char *asked,
+    size_t asked_len, const char *const *models, size_t n_models)
+{
+	char served[320];
+	size_t k, n = 0;
+
+	served[0] = '\0';
+	for (k = 0; k < n_models && k < 4; k++) {
+		int w = snprintf(served + n, sizeof(served) - n, "%s`%.*s`",
+		    k == 0 ? "" : ", ", (int)utf8_prefix(models[k],
+		    strlen(models[k]), 64), models[k]);
+
+		if (w < 0 || (size_t)w >= sizeof(served) - n)
+			break;
+		n += (size_t)w;
+	}
+	if (n_models > k && n + 8 < sizeof(served))
+		strcat(served, ", ...");
+	if (asked != NULL)
+		http_error_set(err, 404, ERR_TYPE, "model_not_found",
+		    "The model `%.*s` does not exist: this server serves %s.",
+		    (int)asked_len, asked, served);
+	else
+		http_error_set(err, 404, ERR_TYPE, "model_not_found",
+		    "The model does not exist: this server serves %s.", served);
+}
+
 enum ts_err
 openai_parse_request(enum openai_kind kind, const char *body, size_t len,
-    const char *model, size_t model_len, struct openai_request *req,
+    const char *const *models, size_t n_models, struct openai_request *req,
     struct http_error *err)
 {
+	const char *model = models[0];
+	size_t model_len = strlen(model), k;
 	json_error_t jerr;
 	json_t *root = NULL;
 	const json_t *m;
@@ -712,6 +818,7 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		    "{\"model\":\"%.*s\",%s}", (int)utf8_prefix(model,
 		    model_len, 64), model, kind == OPENAI_CHAT ?
 		    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" :
+		    kind == OPENAI_RESPONSES ? "\"input\":\"hi\"" :
 		    "\"prompt\":\"hi\"");
 		return TS_EINVAL;
 	}
@@ -740,8 +847,21 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		err_type(err, "model", "a string", m);
 		goto out;
 	}
-	if (kind == OPENAI_CHAT) {
-		if ((rc = parse_messages(root, req, err)) != TS_OK)
+	if (kind == OPENAI_RESPONSES) {
+		if ((rc = parse_input(root, req, err)) != TS_OK)
+			goto out;
+		rc = TS_EINVAL;
+		r = get_int(root, "max_output_tokens", 1,
+		    OPENAI_MAX_TOKENS_CAP, &v, err);
+		if (r < 0)
+			goto out;
+		if (r > 0) {
+			req->max_tokens = (uint32_t)v;
+			req->has_max_tokens = 1;
+		}
+	} else if (kind == OPENAI_CHAT) {
+		if ((rc = parse_messages(root, "messages", 0, 0, req, err)) !=
+		    TS_OK)
 			goto out;
 		rc = TS_EINVAL;
 		r = get_int(root, "max_tokens", 1, OPENAI_MAX_TOKENS_CAP, &v,
@@ -786,20 +906,15 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 	    err) < 0 || parse_lab(root, req, err) != TS_OK)
 		goto out;
 	/* Last: a malformed request is a 400 whatever its model. */
-	if (json_string_length(m) != model_len ||
-	    memcmp(json_string_value(m), model, model_len) != 0) {
-		size_t n = json_string_length(m);
-
-		if (quotable(m, 64))
-			http_error_set(err, 404, ERR_TYPE, "model_not_found",
-			    "The model `%.*s` does not exist: this server "
-			    "serves `%.*s`.", (int)n, json_string_value(m),
-			    (int)utf8_prefix(model, model_len, 64), model);
-		else
-			http_error_set(err, 404, ERR_TYPE, "model_not_found",
-			    "The model does not exist: this server serves "
-			    "`%.*s`.", (int)utf8_prefix(model, model_len, 64),
-			    model);
+	for (k = 0; k < n_models; k++)
+		if (json_string_length(m) == strlen(models[k]) &&
+		    memcmp(json_string_value(m), models[k],
+		    strlen(models[k])) == 0)
+			break;
+	if (k == n_models) {
+		openai_model_not_found(err, quotable(m, 64) ?
+		    json_string_value(m) : NULL, json_string_length(m),
+		    models, n_models);
 		goto out;
 	}
 	req->model_len = model_len;

@@ -40,9 +40,17 @@ struct openai_request {
 	/* OPENAI_COMPLETIONS: the prompt; NULL for chat */
 	char *prompt;            /* NUL-terminated; may hold NUL bytes */
 	size_t prompt_len;       /* bytes, <= OPENAI_MAX_CONTENT_BYTES */
-	/* OPENAI_CHAT: 1..OPENAI_MAX_MESSAGES messages; NULL otherwise */
+	/* OPENAI_CHAT: 1..OPENAI_MAX_MESSAGES messages; OPENAI_RESPONSES:
+	 * the instructions as a system message, then "input" as messages
+	 * (a string input is one user message); NULL otherwise */
 	struct openai_message *messages;
 	size_t n_messages;
+	/* OPENAI_RESPONSES: "instructions", echoed in the response object;
+	 * NULL when not given */
+	char *instructions;
+	size_t instructions_len;
+	int has_max_tokens;      /* OPENAI_RESPONSES: max_output_tokens was
+				  * given (the response echoes it or null) */
 	uint32_t max_tokens;     /* tokens: completions 0..8192 (default
 				  * 16), chat 1..8192 (default 256) */
 	double temperature;      /* [0, 2], default 1 */
@@ -65,8 +73,10 @@ void openai_request_free(struct openai_request *r);
 
 /*
  * Parses the JSON body (body, len) of a request to endpoint `kind`.
- * (model, model_len) is the served model's name (borrowed for the call):
- * "model" must be a string equal to it byte for byte.
+ * models[0..n_models) (n_models >= 1, NUL-terminated, borrowed for the
+ * call) are the names the server answers to: "model" must be a string
+ * equal to one of them byte for byte; req->model is then models[0], the
+ * name every response carries (vLLM's --served-model-name).
  *
  * Fields (null means "not given"; unknown fields are ignored, duplicate
  * keys are an error): model (required), prompt (completions, required: a
@@ -77,7 +87,12 @@ void openai_request_free(struct openai_request *r);
  * temperature, top_p, n (only 1), stream, stream_options
  * ({include_usage}: only with stream true), stop (a string or an array
  * of up to 4; each 1..64 bytes), seed, ignore_eos, and the lab knobs
- * prefill_ms, tpot_ms, error_after with http.h's caps.
+ * prefill_ms, tpot_ms, error_after with http.h's caps. OPENAI_RESPONSES
+ * takes input (required: a string, or 1..256 message items {["type":
+ * "message"], role, content: string or non-empty array of {"type":
+ * "input_text"|"output_text","text"}}), instructions (a string),
+ * max_output_tokens (1..8192, default 256) instead of prompt, messages
+ * and max_tokens; the rest as chat.
  *
  * Checks run in that order, the first failure wins; the model's existence
  * is checked last, so a malformed request is a 400 before it is a 404.
@@ -90,7 +105,15 @@ void openai_request_free(struct openai_request *r);
  * OPENAI_MAX_CONTENT_BYTES). The caller enforces HTTP_MAX_BODY_BYTES.
  */
 enum ts_err openai_parse_request(enum openai_kind kind, const char *body,
-    size_t len, const char *model, size_t model_len,
+    size_t len, const char *const *models, size_t n_models,
     struct openai_request *req, struct http_error *err);
+
+/*
+ * Fills *err with OpenAI's 404 model_not_found (param null, as OpenAI
+ * sends it) for the model (asked, asked_len) (asked NULL: not quotable,
+ * so not named), listing up to four of the served models[0..n_models).
+ */
+void openai_model_not_found(struct http_error *err, const char *asked,
+    size_t asked_len, const char *const *models, size_t n_models);
 
 #endif /* TS_OPENAI_PARSE_H */

@@ -56,6 +56,11 @@ struct conn_ops {
 struct conn {
 	const struct conn_ops *ops;
 	int hup;                 /* a write or a wait said: client gone */
+	/* A HEAD request (RFC 9110 section 9.3.2): conn_write sends the
+	 * response head (up to its empty line) and drops the body, so a
+	 * handler answers HEAD by answering GET. Set by route(). */
+	int head_only;
+	int head_done;           /* head_only: the empty line went out */
 	int shard;               /* the I/O thread to relay it on */
 	void *io;                /* that thread's record of it (io.c) */
 	/* Set to 1 by a driver (io_stream) that took the connection over:
@@ -68,7 +73,9 @@ struct conn {
 /* The parameter, or "" when absent. */
 const char *conn_param(struct conn *c, const char *name);
 
-/* write, remembering a hang-up: after one, TS_EHUP without writing. */
+/* write, remembering a hang-up: after one, TS_EHUP without writing.
+ * With head_only, only the bytes up to and including the head's empty
+ * line ("\r\n\r\n") are written; the rest is dropped as if sent. */
 enum ts_err conn_write(struct conn *c, const char *p, size_t len);
 
 #endif /* TS_SERVER_CONN_H */

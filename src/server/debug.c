@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -30,26 +31,76 @@ is_loopback(const char *addr)
 }
 
 /*
- * A request is local when it comes from the loopback address and no proxy
- * forwarded it. A reverse proxy on the same host connects from 127.0.0.1
- * too; it says so with X-Forwarded-For (de facto), Forwarded (RFC 7239)
- * or X-Real-IP (nginx), which lighttpd passes as HTTP_* params (RFC 3875
- * section 4.1.18). Any of them, whatever it names (127.0.0.1 included: a
- * client can send its own), makes the request not local. Returns 1 or 0.
+ * 1 when the Host header (HTTP_HOST; absent is allowed: HTTP/1.0) names
+ * the loopback: "localhost" or a name under ".localhost" (RFC 6761:
+ * resolved to loopback by the client itself), a 127.0.0.0/8 address, or
+ * [::1], each with an optional ":port". A page whose own name an
+ * attacker makes resolve to 127.0.0.1 (DNS rebinding) reaches the server
+ * from loopback, but its requests carry that name as their Host.
+ */
+static int
+host_is_loopback(const char *host)
+{
+	char name[256];
+	size_t n = strlen(host);
+	const char *colon;
+	unsigned a, b, c, d;
+	char tail;
+
+	if (n == 0)
+		return 1;
+	if (strncmp(host, "[::1]", 5) == 0)
+		return host[5] == '\0' || host[5] == ':';
+	colon = strrchr(host, ':');
+	if (colon != NULL)
+		n = (size_t)(colon - host);
+	if (n == 0 || n >= sizeof(name))
+		return 0;
+	memcpy(name, host, n);
+	name[n] = '\0';
+	if (n > 0 && name[n - 1] == '.')
+		name[--n] = '\0';          /* "localhost." is the same name */
+	if (strcasecmp(name, "localhost") == 0 ||
+	    (n > 10 && strcasecmp(name + n - 10, ".localhost") == 0))
+		return 1;
+	return sscanf(name, "%3u.%3u.%3u.%3u%c", &a, &b, &c, &d, &tail) == 4 &&
+	    a == 127 && b <= 255 && c <= 255 && d <= 255;
+}
+
+/*
+ * A request is local when it comes from the loopback address, no proxy
+ * forwarded it, and its Host is a loopback name. A reverse proxy on the
+ * same host connects from 127.0.0.1 too; it says so with X-Forwarded-For
+ * (de facto), Forwarded (RFC 7239) or X-Real-IP (nginx), which lighttpd
+ * passes as HTTP_* params (RFC 3875 section 4.1.18). Any of them,
+ * whatever it names (127.0.0.1 included: a client can send its own),
+ * makes the request not local. Returns 0 when local, else fills *err
+ * with a 403 loopback_only for `what` ("/metrics") and returns -1.
  */
 int
-debug_is_local(struct conn *c)
+debug_check_local(struct conn *c, const char *what, struct http_error *err)
 {
 	static const char *const forwarded[] = { "HTTP_X_FORWARDED_FOR",
 	    "HTTP_FORWARDED", "HTTP_X_REAL_IP" };
 	size_t i;
 
 	if (!is_loopback(conn_param(c, "REMOTE_ADDR")))
-		return 0;
+		goto proxied;
 	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		if (c->ops->param(c, forwarded[i]) != NULL)
-			return 0;
-	return 1;
+			goto proxied;
+	if (!host_is_loopback(conn_param(c, "HTTP_HOST"))) {
+		http_error_set(err, 403, "permission_error", "loopback_only",
+		    "%s answers only requests for a loopback host "
+		    "(localhost, 127.0.0.1, [::1]); this one is for another "
+		    "name", what);
+		return -1;
+	}
+	return 0;
+proxied:
+	http_error_set(err, 403, "permission_error", "loopback_only",
+	    "%s is reachable only from 127.0.0.1, not through a proxy", what);
+	return -1;
 }
 
 /* GET /_debug/generated[?id=N]: one stream's counts, loopback only. */
@@ -64,10 +115,7 @@ debug_generated(struct server *srv, struct reply *rp)
 	char idbuf[24];
 	json_t *obj;
 
-	if (!debug_is_local(rp->conn)) {
-		http_error_set(&err, 403, "permission_error", "loopback_only",
-		    "/_debug/ is reachable only from 127.0.0.1, not through a "
-		    "proxy");
+	if (debug_check_local(rp->conn, "/_debug/", &err) != 0) {
 		reply_error(rp, &err, NULL, 0);
 		return;
 	}
@@ -199,10 +247,7 @@ debug_metrics(struct server *srv, struct reply *rp)
 	struct http_error err;
 	struct ts_buf b;
 
-	if (!debug_is_local(rp->conn)) {
-		http_error_set(&err, 403, "permission_error", "loopback_only",
-		    "/metrics is reachable only from 127.0.0.1, not through a "
-		    "proxy");
+	if (debug_check_local(rp->conn, "/metrics", &err) != 0) {
 		reply_error(rp, &err, NULL, 0);
 		return;
 	}

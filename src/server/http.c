@@ -444,6 +444,7 @@ http_reason(int status)
 	case 408: return "Request Timeout";
 	case 411: return "Length Required";
 	case 413: return "Payload Too Large";
+	case 414: return "URI Too Long";
 	case 415: return "Unsupported Media Type";
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";

@@ -16,6 +16,9 @@
 /* Documented limits (docs/OPERATIONS.md "Limits"). */
 #define HTTP_MAX_BODY_BYTES (1u << 20)      /* POST body: 1 MiB, else 413 */
 #define HTTP_MAX_QUERY_PARAMS 64            /* more params: 400 */
+#define HTTP_MAX_QUERY_BYTES 30000          /* query string, else 414: it
+					     * travels twice in lighttpd's
+					     * one 64 KiB params record */
 #define HTTP_MAX_TOKENS_CAP 8192            /* max_tokens above: 400 */
 #define HTTP_DEFAULT_MAX_TOKENS 16          /* max_tokens missing or null */
 #define HTTP_MAX_PREFILL_MS 60000           /* per-request prefill_ms cap */

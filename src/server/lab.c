@@ -266,6 +266,13 @@ lab_stream(struct server *srv, struct reply *rp)
 		reply_error(rp, &err, NULL, 0);
 		goto fail;
 	}
+	if (c->head_only) {
+		/* HEAD: the head a GET would get, and no generation (no id:
+		 * there is no request to find). */
+		reply_head(rp, 200, SSE_CONTENT_TYPE, 0, "Cache-Control: "
+		    "no-cache\r\nX-Accel-Buffering: no\r\n");
+		goto fail;
+	}
 	rec.resumed_from = from;
 	rec.key = lr->eid.key;
 	if (submit(srv, &job, &rec, c, &s, &err) != TS_OK) {
@@ -274,7 +281,7 @@ lab_stream(struct server *srv, struct reply *rp)
 	}
 	lr->eid.stream = engine_seq_id(s);
 	lr->prompt_tokens = job.prompt_tokens;
-	if (reply_head_buf(&lr->reply, &b, 200, "text/event-stream",
+	if (reply_head_buf(&lr->reply, &b, 200, SSE_CONTENT_TYPE,
 	    lr->eid.stream, "Cache-Control: no-cache\r\n"
 	    "X-Accel-Buffering: no\r\n") != TS_OK ||
 	    sse_encode_retry(&b, srv->opt->retry_ms) != TS_OK ||

@@ -40,8 +40,9 @@ options_usage(FILE *f)
 "                               this long, 0 = never (default %.0f)\n"
 "      --no-cancel              demo only: keep generating for clients that\n"
 "                               left (the failure mode tokstream avoids)\n"
-"      --served-model-name NAME the /v1 model name (default tokstream-sim,\n"
-"                               or the --model file's name)\n"
+"      --served-model-name NAME [NAME...]  the /v1 model names, the first\n"
+"                               in responses (default tokstream-sim, or the\n"
+"                               --model file's name; up to 16)\n"
 "      --backend sim|llama      what makes the tokens (default sim: the\n"
 "                               deterministic simulator and latency model)\n"
 "      --model FILE             llama2.c checkpoint (--backend llama)\n"
@@ -121,6 +122,28 @@ options_backend_args(const struct options *o, struct backend_args *a)
 	a->max_batch = o->engine.max_num_seqs;
 }
 
+/* Adds one --served-model-name; exits 2 on a bad or surplus name. */
+static void
+served_model_add(struct options *o, const char *name)
+{
+	int i;
+
+	if (*name == '\0' || strlen(name) > 128) {
+		fprintf(stderr, "tokstream-fcgi: a --served-model-name is 1 to "
+		    "128 bytes\n");
+		exit(2);
+	}
+	if (o->n_served_models == OPTIONS_MAX_SERVED_MODELS) {
+		fprintf(stderr, "tokstream-fcgi: --served-model-name takes at "
+		    "most %d names\n", OPTIONS_MAX_SERVED_MODELS);
+		exit(2);
+	}
+	for (i = 0; i < o->n_served_models; i++)
+		if (strcmp(o->served_models[i], name) == 0)
+			return;         /* a repeated name is one name */
+	o->served_models[o->n_served_models++] = name;
+}
+
 void
 options_parse(struct options *o, int argc, char **argv)
 {
@@ -169,6 +192,7 @@ options_parse(struct options *o, int argc, char **argv)
 	o->retry_ms = OPTIONS_DEFAULT_RETRY_MS;
 	o->keepalive_ms = OPTIONS_DEFAULT_KEEPALIVE_MS;
 	o->cors_origin = "*";
+	o->n_served_models = 0;
 	o->backend = "sim";
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
@@ -258,12 +282,11 @@ options_parse(struct options *o, int argc, char **argv)
 			break;
 		case O_MODEL: o->model_path = optarg; break;
 		case O_SERVED:
-			if (*optarg == '\0' || strlen(optarg) > 128) {
-				fprintf(stderr, "tokstream-fcgi: "
-				    "--served-model-name is 1 to 128 bytes\n");
-				exit(2);
-			}
-			o->served_model = optarg;
+			/* vLLM's form: one option, then names until the next
+			 * option; the option may also repeat. */
+			served_model_add(o, optarg);
+			while (optind < argc && argv[optind][0] != '-')
+				served_model_add(o, argv[optind++]);
 			break;
 		case O_TOKENIZER: o->tokenizer_path = optarg; break;
 		case O_MTHREADS:

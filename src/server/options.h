@@ -16,6 +16,9 @@
 #define OPTIONS_DEFAULT_KEEPALIVE_MS 1000.0
 #define OPTIONS_DEFAULT_WRITE_STALL_MS 30000.0
 
+/* --served-model-name takes up to this many names. */
+#define OPTIONS_MAX_SERVED_MODELS 16
+
 struct options {
 	int io_threads;              /* 0: one per online CPU */
 	int threads_given;           /* the deprecated --threads was given:
@@ -32,7 +35,11 @@ struct options {
 				      * 0 = none */
 	unsigned long retry_ms;      /* SSE retry: sent at stream start */
 	const char *cors_origin;     /* Access-Control-Allow-Origin; "" = off */
-	const char *served_model;    /* /v1 model name; NULL: the backend's */
+	/* --served-model-name: the names the /v1 endpoints answer to, the
+	 * first one in every response's "model" (as vLLM); none given: the
+	 * backend's model name */
+	const char *served_models[OPTIONS_MAX_SERVED_MODELS];
+	int n_served_models;
 	const char *backend;         /* "sim" or "llama" */
 	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
 	const char *tokenizer_path;  /* llama2.c tokenizer.bin */

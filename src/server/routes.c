@@ -14,6 +14,65 @@
 #include "server/server.h"
 #include "server/v1.h"
 
+/* The methods of an endpoint: GET includes HEAD (RFC 9110 section 9.1),
+ * and every path answers OPTIONS. */
+enum { M_GET = 1, M_POST = 2 };
+
+enum endpoint_id {
+	EP_PAGE,                 /* the demo page: lighttpd serves GET/HEAD */
+	EP_STREAM, EP_GENERATE, EP_HEALTH,
+	EP_COMPLETIONS, EP_CHAT, EP_RESPONSES, EP_MODELS, EP_MODEL,
+	EP_DEBUG, EP_METRICS,
+	EP_NONE
+};
+
+struct endpoint {
+	const char *path;        /* exact, or a prefix when `prefix` */
+	enum endpoint_id id;
+	unsigned methods;
+	int prefix;              /* path + one or more bytes */
+	int local;               /* loopback only, no CORS */
+};
+
+static const struct endpoint endpoints[] = {
+	{ "/", EP_PAGE, M_GET, 0, 0 },
+	{ "/index.html", EP_PAGE, M_GET, 0, 0 },
+	{ "/stream", EP_STREAM, M_GET, 0, 0 },
+	{ "/generate", EP_GENERATE, M_POST, 0, 0 },
+	{ "/health", EP_HEALTH, M_GET, 0, 0 },
+	{ "/v1/completions", EP_COMPLETIONS, M_POST, 0, 0 },
+	{ "/v1/chat/completions", EP_CHAT, M_POST, 0, 0 },
+	{ "/v1/responses", EP_RESPONSES, M_POST, 0, 0 },
+	{ "/v1/models", EP_MODELS, M_GET, 0, 0 },
+	{ "/v1/models/", EP_MODEL, M_GET, 1, 0 },
+	{ "/_debug/generated", EP_DEBUG, M_GET, 0, 1 },
+	{ "/metrics", EP_METRICS, M_GET, 0, 1 },
+};
+
+/* The endpoint at path (uri, plen), or NULL. */
+static const struct endpoint *
+endpoint_at(const char *uri, size_t plen)
+{
+	size_t k;
+
+	for (k = 0; k < sizeof(endpoints) / sizeof(endpoints[0]); k++) {
+		const struct endpoint *e = &endpoints[k];
+		size_t n = strlen(e->path);
+
+		if (e->prefix ? plen > n && memcmp(uri, e->path, n) == 0 :
+		    plen == n && memcmp(uri, e->path, n) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* The Allow header of an endpoint's methods (RFC 9110 section 10.2.1). */
+static const char *
+allow_of(unsigned methods)
+{
+	return methods == M_POST ? "POST, OPTIONS" : "GET, HEAD, OPTIONS";
+}
+
 /*
  * The headers a CORS preflight may allow (Fetch standard, "CORS-preflight
  * request"): the ones the page asks for when they are a plain list of
@@ -31,6 +90,94 @@ cors_request_headers(const char *asked)
 	return asked;
 }
 
+/*
+ * OPTIONS on a known path: 204 with Allow, and with the CORS preflight's
+ * answer (Fetch standard) when CORS is on for the path. The preflight
+ * headers go to any OPTIONS there (a plain one, such as a load
+ * balancer's health check, ignores them).
+ */
+static void
+options_answer(struct reply *c, const struct endpoint *e)
+{
+	char head[800];
+	const char *allow = allow_of(e->methods);
+
+	if (c->cors != NULL)
+		snprintf(head, sizeof(head), "Allow: %s\r\n"
+		    "Access-Control-Allow-Methods: %s\r\n"
+		    "Access-Control-Allow-Headers: %s\r\n"
+		    "Access-Control-Max-Age: 600\r\n", allow, allow,
+		    cors_request_headers(conn_param(c->conn,
+		    "HTTP_ACCESS_CONTROL_REQUEST_HEADERS")));
+	else
+		snprintf(head, sizeof(head), "Allow: %s\r\n", allow);
+	reply_head(c, 204, NULL, 0, head);
+}
+
+/* 405 for a method the endpoint does not take, with Allow; /v1 paths in
+ * the OpenAI error shape. */
+static void
+not_allowed(struct reply *c, const struct endpoint *e, const char *method,
+    const char *uri, size_t plen)
+{
+	struct http_error err;
+	char allow[64];
+
+	http_error_set(&err, 405, "invalid_request_error",
+	    "method_not_allowed", "%.16s %.*s is not allowed; use %s",
+	    method, (int)(plen > 128 ? 128 : plen), uri,
+	    e->methods == M_POST ? "POST" : "GET or HEAD");
+	snprintf(allow, sizeof(allow), "Allow: %s\r\n", allow_of(e->methods));
+	if (strncmp(uri, "/v1/", 4) == 0)
+		reply_error_v1(c, &err, allow, 0);
+	else
+		reply_error(c, &err, allow, 0);
+}
+
+/* The value of hex digit c, or -1. */
+static int
+hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* /v1/models/{id}: the id after the prefix, percent-decoded as a path
+ * segment (RFC 3986: '+' is itself; the SDKs send a '/' in a name as
+ * %2F). */
+static void
+model_at(struct server *srv, struct reply *c, const char *id, size_t len)
+{
+	struct http_error err;
+	char name[256];
+	size_t i, n = 0;
+
+	for (i = 0; i < len && n < sizeof(name); i++, n++) {
+		if (id[i] != '%') {
+			name[n] = id[i];
+		} else if (i + 2 < len && hex(id[i + 1]) >= 0 &&
+		    hex(id[i + 2]) >= 0) {
+			name[n] = (char)(hex(id[i + 1]) << 4 | hex(id[i + 2]));
+			i += 2;
+		} else {
+			break;
+		}
+	}
+	if (i < len) {
+		http_error_set(&err, 404, "invalid_request_error",
+		    "model_not_found", "The model does not exist: the path "
+		    "does not name a served model.");
+		reply_error_v1(c, &err, NULL, 0);
+		return;
+	}
+	v1_model(srv, c, name, n);
+}
+
 void
 route(struct server *srv, struct conn *conn, int64_t t0)
 {
@@ -39,98 +186,87 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 	const char *method = conn_param(conn, "REQUEST_METHOD");
 	const char *uri = conn_param(conn, "REQUEST_URI");
 	size_t plen = strcspn(uri, "?");
-	int cors;
+	const struct endpoint *e = endpoint_at(uri, plen);
+	int get = strcmp(method, "GET") == 0;
 
-#define PATH_IS(s) (plen == sizeof(s) - 1 && memcmp(uri, s, plen) == 0)
-	cors = srv->opt->cors_origin[0] != '\0' && (PATH_IS("/stream") ||
-	    PATH_IS("/generate") || PATH_IS("/health") ||
-	    PATH_IS("/v1/completions") || PATH_IS("/v1/chat/completions") ||
-	    PATH_IS("/v1/models"));
-	if (cors)
+	/* CORS on every public answer, errors included (a page must see
+	 * the JSON error, not "Failed to fetch"); never on /_debug/ or
+	 * /metrics. */
+	if (srv->opt->cors_origin[0] != '\0' && (e == NULL || !e->local))
 		rp.cors = srv->opt->cors_origin;
-	if (cors && strcmp(method, "OPTIONS") == 0) {
-		/* CORS preflight (Fetch standard): a POST of JSON, or a GET
-		 * with Last-Event-ID, from a page of another origin. */
-		char allow[700];
-
-		snprintf(allow, sizeof(allow), "Access-Control-Allow-Methods: "
-		    "GET, POST, OPTIONS\r\nAccess-Control-Allow-Headers: %s\r\n"
-		    "Access-Control-Max-Age: 600\r\n", cors_request_headers(
-		    conn_param(conn, "HTTP_ACCESS_CONTROL_REQUEST_HEADERS")));
-		reply_head(c, 204, NULL, 0, allow);
-	} else if (atomic_load(&srv->stopping)) {
+	if (strlen(uri + plen) > HTTP_MAX_QUERY_BYTES + 1) {
+		/* lighttpd sends these here without their query (its site
+		 * config); a direct request gets the same answer */
+		http_error_set(&err, 414, "invalid_request_error",
+		    "uri_too_long", "the query string is %zu bytes, over "
+		    "tokstream's limit of %d (lighttpd passes it to the "
+		    "responder twice in one 64 KiB FastCGI record); send "
+		    "long prompts with POST /generate or the /v1 endpoints",
+		    strlen(uri + plen) - 1, HTTP_MAX_QUERY_BYTES);
+		if (strncmp(uri, "/v1/", 4) == 0)
+			reply_error_v1(c, &err, NULL, 0);
+		else
+			reply_error(c, &err, NULL, 0);
+		return;
+	}
+	if (e == NULL) {
+		if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0) {
+			http_error_set(&err, 404, "invalid_request_error",
+			    "unknown_url", "no endpoint at %.*s; tokstream "
+			    "serves /v1/completions, /v1/chat/completions, "
+			    "/v1/responses and /v1/models",
+			    (int)(plen > 128 ? 128 : plen), uri);
+			reply_error_v1(c, &err, NULL, 0);
+		} else {
+			http_error_set(&err, 404, "not_found_error",
+			    "unknown_path", "no endpoint at %.*s; try GET "
+			    "/stream?prompt=hello, POST /generate or GET "
+			    "/_debug/generated",
+			    (int)(plen > 128 ? 128 : plen), uri);
+			reply_error(c, &err, NULL, 0);
+		}
+		return;
+	}
+	if (strcmp(method, "OPTIONS") == 0) {
+		options_answer(c, e);
+		return;
+	}
+	if (strcmp(method, "HEAD") == 0 && (e->methods & M_GET)) {
+		/* answered as GET, the body dropped (conn_write) */
+		conn->head_only = 1;
+		get = 1;
+	}
+	if (!(e->methods & M_GET ? get : strcmp(method, "POST") == 0) ||
+	    e->id == EP_PAGE) {
+		/* lighttpd serves the page's GET and HEAD itself */
+		not_allowed(c, e, method, uri, plen);
+		return;
+	}
+	if (atomic_load(&srv->stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
-		reply_error(c, &err, "Retry-After: 1\r\n", 0);
-	} else if (PATH_IS("/stream")) {
-		if (strcmp(method, "GET") == 0)
-			lab_stream(srv, c);
+		if (strncmp(uri, "/v1/", 4) == 0)
+			reply_error_v1(c, &err, "Retry-After: 1\r\n", 0);
 		else
-			goto not_allowed_get;
-	} else if (PATH_IS("/generate")) {
-		if (strcmp(method, "POST") == 0) {
-			lab_generate(srv, c);
-		} else {
-			http_error_set(&err, 405, "invalid_request_error",
-			    "method_not_allowed", "%s /generate is not "
-			    "allowed; use POST", method);
-			reply_error(c, &err, "Allow: POST\r\n", 0);
-		}
-	} else if (PATH_IS("/_debug/generated")) {
-		if (strcmp(method, "GET") == 0)
-			debug_generated(srv, c);
-		else
-			goto not_allowed_get;
-	} else if (PATH_IS("/v1/completions") ||
-	    PATH_IS("/v1/chat/completions")) {
-		if (strcmp(method, "POST") == 0) {
-			v1_generate(srv, c, PATH_IS("/v1/completions") ?
-			    OPENAI_COMPLETIONS : OPENAI_CHAT);
-		} else {
-			http_error_set(&err, 405, "invalid_request_error",
-			    "method_not_allowed", "%s %.*s is not allowed; use "
-			    "POST", method, (int)plen, uri);
-			reply_error_v1(c, &err, "Allow: POST\r\n", 0);
-		}
-	} else if (PATH_IS("/v1/models")) {
-		if (strcmp(method, "GET") == 0) {
-			v1_models(srv, c);
-		} else {
-			/* /v1 errors carry "param" (OpenAI's shape) */
-			http_error_set(&err, 405, "invalid_request_error",
-			    "method_not_allowed", "%s /v1/models is not "
-			    "allowed; use GET", method);
-			reply_error_v1(c, &err, "Allow: GET\r\n", 0);
-		}
-	} else if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0) {
-		http_error_set(&err, 404, "invalid_request_error",
-		    "unknown_url", "no endpoint at %.*s; tokstream serves "
-		    "/v1/completions, /v1/chat/completions and /v1/models",
-		    (int)(plen > 128 ? 128 : plen), uri);
-		reply_error_v1(c, &err, NULL, 0);
-	} else if (PATH_IS("/metrics")) {
-		if (strcmp(method, "GET") == 0)
-			debug_metrics(srv, c);
-		else
-			goto not_allowed_get;
-	} else if (PATH_IS("/health")) {
-		if (strcmp(method, "GET") == 0)
-			debug_health(srv, c);
-		else
-			goto not_allowed_get;
-	} else {
-		http_error_set(&err, 404, "not_found_error", "unknown_path",
-		    "no endpoint at %.*s; try GET /stream?prompt=hello, "
-		    "POST /generate or GET /_debug/generated",
-		    (int)(plen > 128 ? 128 : plen), uri);
-		reply_error(c, &err, NULL, 0);
+			reply_error(c, &err, "Retry-After: 1\r\n", 0);
+		return;
 	}
-	return;
-not_allowed_get:
-	http_error_set(&err, 405, "invalid_request_error",
-	    "method_not_allowed", "%s %.*s is not allowed; use GET", method,
-	    (int)(plen > 128 ? 128 : plen), uri);
-	reply_error(c, &err, "Allow: GET\r\n", 0);
-#undef PATH_IS
+	switch (e->id) {
+	case EP_STREAM: lab_stream(srv, c); break;
+	case EP_GENERATE: lab_generate(srv, c); break;
+	case EP_HEALTH: debug_health(srv, c); break;
+	case EP_COMPLETIONS: v1_generate(srv, c, OPENAI_COMPLETIONS); break;
+	case EP_CHAT: v1_generate(srv, c, OPENAI_CHAT); break;
+	case EP_RESPONSES: v1_generate(srv, c, OPENAI_RESPONSES); break;
+	case EP_MODELS: v1_models(srv, c); break;
+	case EP_MODEL:
+		model_at(srv, c, uri + strlen(e->path),
+		    plen - strlen(e->path));
+		break;
+	case EP_DEBUG: debug_generated(srv, c); break;
+	case EP_METRICS: debug_metrics(srv, c); break;
+	case EP_PAGE:
+	case EP_NONE:
+		break;
+	}
 }
-

@@ -9,7 +9,18 @@
 const char *
 server_model_name(const struct server *srv)
 {
-	if (srv->opt->served_model != NULL)
-		return srv->opt->served_model;
+	if (srv->opt->n_served_models > 0)
+		return srv->opt->served_models[0];
 	return srv->backend->models[0];
+}
+
+size_t
+server_model_names(const struct server *srv, const char *const **names)
+{
+	if (srv->opt->n_served_models > 0) {
+		*names = srv->opt->served_models;
+		return (size_t)srv->opt->n_served_models;
+	}
+	*names = srv->backend->models;
+	return 1;
 }

@@ -41,4 +41,10 @@ struct server {
  * the backend's default model ("tokstream-sim", the checkpoint's file). */
 const char *server_model_name(const struct server *srv);
 
+/* All the names the OpenAI endpoints answer to (--served-model-name's,
+ * or the backend's default one): sets *names (borrowed for the server's
+ * life) and returns how many, >= 1. */
+size_t server_model_names(const struct server *srv,
+    const char *const **names);
+
 #endif /* TS_SERVER_SERVER_H */

@@ -66,6 +66,26 @@ sse_encode_id(struct ts_buf *b, const char *id, size_t len)
 }
 
 enum ts_err
+sse_encode_event(struct ts_buf *b, const char *type, const char *data,
+    size_t len)
+{
+	size_t start = b->len, n = strlen(type);
+	enum ts_err rc;
+
+	if (n == 0 || strpbrk(type, "\r\n") != NULL)
+		return TS_EINVAL;
+	if (ts_buf_append(b, CONST_STR_LEN("event: ")) != TS_OK ||
+	    ts_buf_append(b, type, n) != TS_OK ||
+	    ts_buf_append(b, CONST_STR_LEN("\n")) != TS_OK) {
+		b->len = start;
+		return TS_ELIMIT;
+	}
+	if ((rc = sse_encode_data(b, data, len)) != TS_OK)
+		b->len = start;
+	return rc;
+}
+
+enum ts_err
 sse_encode_retry(struct ts_buf *b, unsigned long ms)
 {
 	char line[40];

@@ -17,6 +17,14 @@
 #include "common/ts.h"
 
 /*
+ * The Content-Type of every event stream. WHATWG requires UTF-8 whatever
+ * the label, but HTTP clients that decode a text type by its charset
+ * (Python requests: ISO-8859-1 when none is named) garble every
+ * non-ASCII token without it; vLLM sends the same.
+ */
+#define SSE_CONTENT_TYPE "text/event-stream; charset=utf-8"
+
+/*
  * Appends one event whose data is (data, len): each line of the data
  * (split at LF, CR or CRLF, as the parser will split it) becomes its own
  * "data: " line, then one empty line ends the event. A parser that follows
@@ -30,6 +38,15 @@ enum ts_err sse_encode_data(struct ts_buf *b, const char *data, size_t len);
  * WHATWG ignores an id with NUL, and CR/LF would end the line.
  */
 enum ts_err sse_encode_id(struct ts_buf *b, const char *id, size_t len);
+
+/*
+ * Appends "event: <type>\n" and then the event's data as sse_encode_data
+ * does: an event the client dispatches under that type instead of
+ * "message" (WHATWG "event" field; the OpenAI Responses API names every
+ * streamed event so). type is non-empty, without CR or LF (TS_EINVAL).
+ */
+enum ts_err sse_encode_event(struct ts_buf *b, const char *type,
+    const char *data, size_t len);
 
 /* Appends "retry: <ms>\n\n": the client's reconnection time (WHATWG
  * "retry" field; the empty line dispatches nothing). */

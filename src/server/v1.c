@@ -15,11 +15,13 @@
 #include "openai/chat.h"
 #include "openai/encode.h"
 #include "openai/parse.h"
+#include "openai/responses.h"
 #include "server/conn.h"
 #include "server/lab.h"
 #include "server/relay.h"
 #include "server/reply.h"
 #include "server/server.h"
+#include "server/sse.h"
 #include "server/submit.h"
 
 /* Every stop string the API takes reaches the engine. */
@@ -33,8 +35,12 @@ struct v1_resp {
 	struct openai_request req;
 	struct openai_meta meta;
 	struct openai_stream stream;  /* stream: the chunks' state */
+	struct openai_resp_meta rmeta; /* /v1/responses: what it echoes */
+	struct openai_resp_stream rstream; /* ... and its events' state */
 	struct openai_usage usage;
-	struct ts_buf text;           /* not streamed: the answer so far */
+	struct ts_buf text;           /* the answer so far: not streamed, or
+				       * a /v1/responses stream (its done
+				       * events repeat the text) */
 	int32_t error_after;
 };
 
@@ -94,6 +100,46 @@ static const struct relay_ops v1_stream_ops = {
 	v1_stream_token, lab_sse_keepalive, v1_stream_end, v1_resp_free, 1
 };
 
+/* A /v1/responses stream's token: one response.output_text.delta. */
+static enum ts_err
+v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct v1_resp *vr = r->resp;
+
+	(void)index;
+	if (len == 0)
+		return TS_OK;
+	if (ts_buf_append(&vr->text, text, len) != TS_OK ||
+	    openai_resp_encode_delta(out, &vr->rstream, text, len) != TS_OK)
+		return TS_EINVAL;
+	*event = 1;
+	return TS_OK;
+}
+
+/* ... and its end: the done events and response.completed (or
+ * .incomplete), or an error event. */
+static enum ts_err
+v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
+    const struct engine_view *v)
+{
+	struct v1_resp *vr = r->resp;
+	struct http_error err;
+
+	vr->usage.completion_tokens = v->generated;
+	if (lab_finish_error(vr->error_after, f, &err)) {
+		http_error_set_param(&err, "%s", "");
+		return openai_resp_encode_error(out, &vr->rstream, &err,
+		    vr->text.p ? vr->text.p : "", vr->text.len, &vr->usage);
+	}
+	return openai_resp_encode_end(out, &vr->rstream, vr->text.p ?
+	    vr->text.p : "", vr->text.len, v1_finish(f), &vr->usage);
+}
+
+static const struct relay_ops v1_resp_stream_ops = {
+	v1_resp_token, lab_sse_keepalive, v1_resp_end, v1_resp_free, 1
+};
+
 static enum ts_err
 v1_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
     const char *text, size_t len, int *event)
@@ -124,8 +170,11 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	    engine_seq_id(r->seq), NULL) != TS_OK)
 		return TS_EINVAL;
 	mark = out->len;
-	if (openai_encode_response(out, &vr->meta, vr->text.p ? vr->text.p :
-	    "", vr->text.len, v1_finish(f), &vr->usage) != TS_OK ||
+	if ((vr->meta.kind == OPENAI_RESPONSES ?
+	    openai_resp_encode(out, &vr->rmeta, vr->text.p ? vr->text.p : "",
+	    vr->text.len, v1_finish(f), &vr->usage) :
+	    openai_encode_response(out, &vr->meta, vr->text.p ? vr->text.p :
+	    "", vr->text.len, v1_finish(f), &vr->usage)) != TS_OK ||
 	    ts_buf_append(out, "\n", 1) != TS_OK) {
 		/* only a head went out (or nothing): say why instead */
 		out->len = mark;
@@ -148,10 +197,11 @@ v1_fail(struct reply *rp, struct http_error *err, const char *extra)
 }
 
 /*
- * POST /v1/completions and /v1/chat/completions: parse (src/openai/),
- * render the chat template (openai/chat.h), run the sequence with the
- * request's sampling and stop strings, and answer as one JSON object or as
- * chat.completion.chunk / text_completion SSE chunks (OpenAI API
+ * POST /v1/completions, /v1/chat/completions and /v1/responses: parse
+ * (src/openai/), render the chat template (openai/chat.h), run the
+ * sequence with the request's sampling and stop strings, and answer as
+ * one JSON object, or as chat.completion.chunk / text_completion SSE
+ * chunks, or as the Responses API's named events (OpenAI API
  * reference).
  */
 void
@@ -165,6 +215,8 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	struct engine_seq *s = NULL;
 	struct ts_buf body, prompt, b;
 	const char *model = server_model_name(srv);
+	const char *const *models;
+	size_t n_models = server_model_names(srv, &models);
 	const char *stop[STOP_MAX];
 	size_t stop_len[STOP_MAX];
 	size_t i;
@@ -180,12 +232,12 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 		v1_fail(rp, &err, NULL);
 		goto fail;
 	}
-	if (openai_parse_request(kind, body.p ? body.p : "", body.len, model,
-	    strlen(model), &vr->req, &err) != TS_OK) {
+	if (openai_parse_request(kind, body.p ? body.p : "", body.len, models,
+	    n_models, &vr->req, &err) != TS_OK) {
 		v1_fail(rp, &err, NULL);
 		goto fail;
 	}
-	if (kind == OPENAI_CHAT) {
+	if (kind != OPENAI_COMPLETIONS) {
 		if (openai_chat_prompt(&vr->req, &prompt) != TS_OK) {
 			http_error_set(&err, 400, "invalid_request_error",
 			    "invalid_value", "the messages are too long");
@@ -237,14 +289,27 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	vr->meta.model = model;
 	vr->meta.model_len = strlen(model);
 	vr->usage.prompt_tokens = (uint32_t)job.prompt_tokens;
+	vr->rmeta.id = vr->meta.id;
+	vr->rmeta.created_at = vr->meta.created;
+	vr->rmeta.model = model;
+	vr->rmeta.model_len = vr->meta.model_len;
+	vr->rmeta.instructions = vr->req.instructions;
+	vr->rmeta.instructions_len = vr->req.instructions_len;
+	vr->rmeta.max_output_tokens = vr->req.max_tokens;
+	vr->rmeta.has_max_output = vr->req.has_max_tokens;
+	vr->rmeta.temperature = vr->req.temperature;
+	vr->rmeta.top_p = vr->req.top_p;
 	ts_buf_free(&body);
 	ts_buf_free(&prompt);
 	if (vr->req.stream) {
 		openai_stream_init(&vr->stream, &vr->meta,
 		    vr->req.include_usage);
-		if (reply_head_buf(&vr->reply, &b, 200, "text/event-stream",
+		openai_resp_stream_init(&vr->rstream, &vr->rmeta);
+		if (reply_head_buf(&vr->reply, &b, 200, SSE_CONTENT_TYPE,
 		    vr->meta.id, "Cache-Control: no-cache\r\n"
 		    "X-Accel-Buffering: no\r\n") != TS_OK ||
+		    (kind == OPENAI_RESPONSES &&
+		    openai_resp_encode_start(&b, &vr->rstream) != TS_OK) ||
 		    conn_write(c, b.p, b.len) != TS_OK) {
 			engine_cancel(srv->engine, s, srv->now(),
 		    ENGINE_CAUSE_CLIENT_GONE);
@@ -254,7 +319,9 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	}
 	ts_buf_free(&b);
 	relay_init(&vr->relay, srv, &vr->reply, s, 0, stop, stop_len,
-	    job.nstop, vr->req.stream ? &v1_stream_ops : &v1_answer_ops, vr);
+	    job.nstop, !vr->req.stream ? &v1_answer_ops :
+	    kind == OPENAI_RESPONSES ? &v1_resp_stream_ops : &v1_stream_ops,
+	    vr);
 	srv->stream(srv, c, &vr->relay);
 	return;
 fail:
@@ -266,24 +333,71 @@ fail:
 	free(vr);
 }
 
-/* GET /v1/models: the one served model, its backend and chat template. */
+/* The served model's description; mi->id is the first served name. */
+static void
+model_info(struct server *srv, struct openai_model_info *mi)
+{
+	memset(mi, 0, sizeof(*mi));
+	mi->id = server_model_name(srv);
+	mi->id_len = strlen(mi->id);
+	mi->created = (int64_t)srv->started_at;
+	/* The simulator has no context length: only max_tokens' cap. */
+	mi->max_model_len = srv->backend->context_len(srv->backend->impl);
+	mi->backend = srv->backend->name;
+	mi->chat_template = CHAT_TEMPLATE;
+}
+
+/* GET /v1/models: the served model under each of its names. */
 void
 v1_models(struct server *srv, struct reply *rp)
 {
 	struct openai_model_info mi;
+	const char *const *names;
+	size_t n = server_model_names(srv, &names);
 	struct ts_buf b;
 
-	memset(&mi, 0, sizeof(mi));
-	mi.id = server_model_name(srv);
-	mi.id_len = strlen(mi.id);
-	mi.created = (int64_t)srv->started_at;
-	/* The simulator has no context length: only max_tokens' cap. */
-	mi.max_model_len = srv->backend->context_len(srv->backend->impl);
-	mi.backend = srv->backend->name;
-	mi.chat_template = CHAT_TEMPLATE;
+	model_info(srv, &mi);
 	ts_buf_init(&b, 64 * 1024);
 	if (reply_head_buf(rp, &b, 200, "application/json", 0, NULL) ==
-	    TS_OK && openai_encode_models(&b, &mi) == TS_OK &&
+	    TS_OK && openai_encode_models(&b, &mi, names, n) == TS_OK &&
+	    ts_buf_append(&b, "\n", 1) == TS_OK)
+		conn_write(rp->conn, b.p, b.len);
+	ts_buf_free(&b);
+}
+
+/* GET /v1/models/{model}: (id, len) percent-decoded; one of the served
+ * names gives its model object, anything else 404 model_not_found. */
+void
+v1_model(struct server *srv, struct reply *rp, const char *id, size_t len)
+{
+	struct openai_model_info mi;
+	struct http_error err;
+	const char *const *names;
+	size_t n = server_model_names(srv, &names), k;
+	struct ts_buf b;
+
+	for (k = 0; k < n; k++)
+		if (strlen(names[k]) == len && memcmp(names[k], id, len) == 0)
+			break;
+	if (k == n) {
+		/* quoted only when it is printable ASCII (it came from a
+		 * URL: anything else is not worth echoing) */
+		size_t i;
+
+		for (i = 0; i < len && i < 64 && id[i] >= 0x20 &&
+		    id[i] < 0x7f; i++)
+			;
+		openai_model_not_found(&err, i == len ? id : NULL, len,
+		    names, n);
+		reply_error_v1(rp, &err, NULL, 0);
+		return;
+	}
+	model_info(srv, &mi);
+	mi.id = names[k];
+	mi.id_len = len;
+	ts_buf_init(&b, 64 * 1024);
+	if (reply_head_buf(rp, &b, 200, "application/json", 0, NULL) ==
+	    TS_OK && openai_encode_model(&b, &mi) == TS_OK &&
 	    ts_buf_append(&b, "\n", 1) == TS_OK)
 		conn_write(rp->conn, b.p, b.len);
 	ts_buf_free(&b);

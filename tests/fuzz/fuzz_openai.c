@@ -41,6 +41,7 @@
 
 #define MODEL "tokstream-sim"
 #define MODEL_LEN (sizeof(MODEL) - 1)
+static const char *const served[] = { MODEL };
 
 static int
 given(const json_t *v)
@@ -127,6 +128,39 @@ check_accepted(enum openai_kind kind, const json_t *root,
 		FUZZ_CHECK(r->messages == NULL && r->n_messages == 0);
 		FUZZ_CHECK(r->max_tokens == want_int(root, "max_tokens",
 		    OPENAI_COMPLETIONS_DEFAULT_MAX_TOKENS));
+	} else if (kind == OPENAI_RESPONSES) {
+		const json_t *ins = json_object_get(root, "instructions");
+		size_t first = given(ins) ? 1 : 0;
+
+		v = json_object_get(root, "input");
+		FUZZ_CHECK(r->prompt == NULL);
+		FUZZ_CHECK(r->n_messages == first + (json_is_string(v) ? 1 :
+		    json_array_size(v)));
+		FUZZ_CHECK(r->n_messages > first);
+		if (first) {
+			FUZZ_CHECK(json_is_string(ins));
+			FUZZ_CHECK(r->messages[0].role == OPENAI_ROLE_SYSTEM);
+			FUZZ_CHECK(same(ins, r->messages[0].content,
+			    r->messages[0].content_len));
+			FUZZ_CHECK(same(ins, r->instructions,
+			    r->instructions_len));
+		} else {
+			FUZZ_CHECK(r->instructions == NULL);
+		}
+		if (json_is_string(v))
+			FUZZ_CHECK(r->messages[first].role ==
+			    OPENAI_ROLE_USER && same(v,
+			    r->messages[first].content,
+			    r->messages[first].content_len));
+		for (i = 0; i < r->n_messages; i++)
+			FUZZ_CHECK(r->messages[i].content != NULL &&
+			    r->messages[i].content[r->messages[i].content_len]
+			    == '\0');
+		FUZZ_CHECK(r->has_max_tokens == given(json_object_get(root,
+		    "max_output_tokens")));
+		FUZZ_CHECK(r->max_tokens == want_int(root,
+		    "max_output_tokens", OPENAI_CHAT_DEFAULT_MAX_TOKENS));
+		FUZZ_CHECK(r->max_tokens >= 1);
 	} else {
 		v = json_object_get(root, "messages");
 		FUZZ_CHECK(r->prompt == NULL);
@@ -365,22 +399,22 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const enum openai_kind kinds[] = { OPENAI_COMPLETIONS,
-	    OPENAI_CHAT };
+	    OPENAI_CHAT, OPENAI_RESPONSES };
 	const char *body = (const char *)data;
 	const char *code;
 	json_t *root;
 	size_t k;
 
 	code = model_code(body, size, &root);
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		struct openai_request r;
 		struct http_error err;
 		enum ts_err rc;
 
 		memset(&r, 0x5a, sizeof(r));
 		memset(&err, 'x', sizeof(err));
-		rc = openai_parse_request(kinds[k], body, size, MODEL,
-		    MODEL_LEN, &r, &err);
+		rc = openai_parse_request(kinds[k], body, size, served, 1,
+		    &r, &err);
 		if (rc == TS_OK) {
 			FUZZ_CHECK(code == NULL);
 			check_accepted(kinds[k], root, &r);

@@ -47,10 +47,11 @@ WWW=$TS_SRCDIR/etc/www/index.html
 		jq -e '.error.code == "unknown_path" and
 			(.error.message | startswith("no endpoint at"))' "$d/e"
 	done
-	# not GET or HEAD: the responder's 404, not the page
-	run curl -sS -o "$d/e" -w '%{http_code}' -d x "$BASE/"
-	[ "$output" = 404 ]
-	jq -e '.error.code == "unknown_path"' "$d/e"
+	# not GET or HEAD: the responder's 405 (with Allow), not the page
+	run curl -sS -o "$d/e" -D "$d/h" -w '%{http_code}' -d x "$BASE/"
+	[ "$output" = 405 ]
+	jq -e '.error.code == "method_not_allowed"' "$d/e"
+	[ "$(header_of "$d/h" Allow)" = "GET, HEAD, OPTIONS" ]
 	run curl -sS -o "$d/e" -w '%{http_code}' "$BASE/v1/nothing"
 	[ "$output" = 404 ]
 	jq -e '.error.code == "unknown_url" and (.error | has("param"))' "$d/e"

@@ -27,7 +27,7 @@ token_text() {
 	stream_body 'prompt=hello&max_tokens=3'
 	tr -d '\r' < "$BATS_TEST_TMPDIR/head" > "$BATS_TEST_TMPDIR/h"
 	grep -q '^HTTP/1.1 200' "$BATS_TEST_TMPDIR/h"
-	grep -qx 'Content-Type: text/event-stream' "$BATS_TEST_TMPDIR/h"
+	grep -qx 'Content-Type: text/event-stream; charset=utf-8' "$BATS_TEST_TMPDIR/h"
 	grep -qx 'Cache-Control: no-cache' "$BATS_TEST_TMPDIR/h"
 	grep -qx 'X-Accel-Buffering: no' "$BATS_TEST_TMPDIR/h"
 	grep -qE '^X-Request-Id: [0-9]+$' "$BATS_TEST_TMPDIR/h"

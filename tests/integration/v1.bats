@@ -141,7 +141,7 @@ expect_v1_error() {
 	body=$(chat utf8 '{"max_tokens":300,"ignore_eos":true}')
 	[ "$(post /v1/chat/completions "$(streamed "$body")" "$d/s")" = 200 ]
 	id=$(header_of "$d/s.h" X-Request-Id)
-	[ "$(header_of "$d/s.h" Content-Type)" = text/event-stream ]
+	[ "$(header_of "$d/s.h" Content-Type)" = "text/event-stream; charset=utf-8" ]
 	[ "$(header_of "$d/s.h" Cache-Control)" = no-cache ]
 	# framing: "data: <json>" then an empty line, LF endings, nothing else
 	# (keep-alive comments allowed), valid UTF-8 throughout
@@ -528,12 +528,12 @@ stop_case() {
 	expect_v1_error 404 unknown_url - -d '{}' "$BASE/v1/chat/completion"
 	expect_v1_error 405 method_not_allowed - -D "$d/h" \
 		"$BASE/v1/chat/completions"
-	[ "$(header_of "$d/h" Allow)" = POST ]
+	[ "$(header_of "$d/h" Allow)" = "POST, OPTIONS" ]
 	expect_v1_error 405 method_not_allowed - -D "$d/h" -X DELETE \
 		"$BASE/v1/completions"
 	expect_v1_error 405 method_not_allowed - -D "$d/h" -d '{}' \
 		"$BASE/v1/models"
-	[ "$(header_of "$d/h" Allow)" = GET ]
+	[ "$(header_of "$d/h" Allow)" = "GET, HEAD, OPTIONS" ]
 	head -c 1048577 /dev/zero | tr '\0' ' ' >"$d/big"
 	expect_v1_error 413 body_too_large - --data-binary @"$d/big" \
 		"$BASE/v1/chat/completions"
@@ -642,15 +642,20 @@ cut_v1() {
 
 @test "a client that leaves a /v1 stream mid-way is cancelled: status cancelled, finish_reason abort, generation stops" {
 	d=$BATS_TEST_TMPDIR
-	for path in /v1/chat/completions /v1/completions; do
+	for path in /v1/chat/completions /v1/completions /v1/responses; do
+		k=5
 		if [ $path = /v1/completions ]; then
 			body=$(comp leave '{"max_tokens":200,"ignore_eos":true}')
+		elif [ $path = /v1/responses ]; then
+			# 4 events before the first delta, then 5 deltas
+			k=9
+			body='{"model":"tokstream-sim","input":"leave","max_output_tokens":200,"ignore_eos":true,"prefill_ms":0}'
 		else
 			body=$(chat leave '{"max_tokens":200,"ignore_eos":true}')
 		fi
 		body=$(jq -c '. + {stream:true, tpot_ms:20}' <<<"$body")
-		cut_v1 5 $path "$body" "$d/cut"
-		[ "$(grep -c '^data: {' "$d/cut")" -eq 5 ]
+		cut_v1 $k $path "$body" "$d/cut"
+		[ "$(grep -c '^data: {' "$d/cut")" -eq $k ]
 		id=$(header_of "$d/cut.h" X-Request-Id)
 		wait_not_running "$id"
 		curl -s "$BASE/_debug/generated?id=$id"
@@ -671,6 +676,56 @@ cut_v1() {
 	[ "$(debug_field "$id" status)" = cancelled ]
 	[ "$(debug_field "$id" finish_reason)" = abort ]
 	[ "$(debug_field "$id" generated)" -lt 200 ]
+}
+
+@test "POST /v1/responses: the response object, or OpenAI's named events in order; the text of the chat request with the same messages; usage; no [DONE]" {
+	d=$BATS_TEST_TMPDIR
+	req='{"model":"tokstream-sim","instructions":"be brief","input":"tell me a story","max_output_tokens":30,"seed":3}'
+	run curl -sS -o "$d/r" -D "$d/r.h" -w '%{http_code} %{content_type}' \
+		-H 'Content-Type: application/json' -d "$req" "$BASE/v1/responses"
+	[ "$output" = "200 application/json" ]
+	id=$(header_of "$d/r.h" X-Request-Id)
+	jq -e --arg id "resp_$id" '.id == $id and .object == "response" and
+		(.status == "completed" or .status == "incomplete") and
+		.error == null and .instructions == "be brief" and
+		.max_output_tokens == 30 and .model == "tokstream-sim" and
+		(.output | length) == 1 and .output[0].type == "message" and
+		.output[0].role == "assistant" and
+		.output[0].content[0].type == "output_text" and
+		.usage.total_tokens == .usage.input_tokens + .usage.output_tokens' "$d/r"
+	[ "$(jq .usage.output_tokens "$d/r")" -eq "$(debug_field "$id" generated)" ]
+	jq -j '.output[0].content[0].text' "$d/r" >"$d/text"
+	# the chat request with instructions as the system message
+	curl -sS -H 'Content-Type: application/json' -d '{"model":"tokstream-sim","max_tokens":30,"seed":3,"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"tell me a story"}]}' \
+		"$BASE/v1/chat/completions" | jq -j '.choices[0].message.content' | cmp - "$d/text"
+	# streamed: event lines, sequence numbers, deltas that join to it
+	curl -sS -N -D "$d/s.h" -H 'Content-Type: application/json' \
+		-d "$(jq -c '. + {stream:true}' <<<"$req")" "$BASE/v1/responses" >"$d/s"
+	[ "$(header_of "$d/s.h" Content-Type)" = "text/event-stream; charset=utf-8" ]
+	! grep -q '\[DONE\]' "$d/s" || false
+	sed -n 's/^event: //p' "$d/s" >"$d/types"
+	sed -n 's/^data: //p' "$d/s" >"$d/data"
+	[ "$(wc -l <"$d/types")" -eq "$(wc -l <"$d/data")" ]
+	jq -s -e --rawfile types "$d/types" '
+		($types | split("\n") | map(select(. != ""))) as $t
+		| [.[].type] == $t
+		and ([.[].sequence_number] == [range(0; length)])
+		and $t[0:4] == ["response.created", "response.in_progress",
+			"response.output_item.added", "response.content_part.added"]
+		and ($t[-4:-1] == ["response.output_text.done",
+			"response.content_part.done", "response.output_item.done"])
+		and ($t[-1] == "response.completed" or $t[-1] == "response.incomplete")
+		and ($t[4:-4] | all(. == "response.output_text.delta"))' "$d/data"
+	jq -s -j '[.[] | select(.type == "response.output_text.delta") | .delta] | join("")' "$d/data" |
+		cmp - "$d/text"
+	jq -s -j '.[-1].response.output[0].content[0].text' "$d/data" | cmp - "$d/text"
+}
+
+@test "the official OpenAI SDK's Responses API (responses.create, stream and not, responses.stream, abort) against /v1/responses" {
+	need_node openai
+	run timeout 60 node "$TS_SRCDIR/tests/node/openai-responses.mjs" "$BASE"
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
 
 @test "the lab endpoints are unchanged: /stream and /generate give tokgen's lab text, with their own event ids and error shape" {

@@ -511,6 +511,7 @@ struct sse_event {
 	size_t data_len;
 	long retry;
 	char comment[64];
+	char type[64];               /* "event:" field; "" when absent */
 };
 
 struct sse {
@@ -557,6 +558,9 @@ sse_parse(const char *p, size_t len)
 				if (data.len > 0)
 					ts_buf_append(&data, "\n", 1);
 				ts_buf_append(&data, line + 6, n - 6);
+			} else if (n > 7 && memcmp(line, "event: ", 7) == 0 &&
+			    n - 7 < sizeof(e->type)) {
+				memcpy(e->type, line + 7, n - 7);
 			} else if (n > 7 && memcmp(line, "retry: ", 7) == 0) {
 				e->kind = EV_RETRY;
 				e->retry = strtol(line + 7, NULL, 10);
@@ -690,7 +694,7 @@ static const char *
 v1_uri(enum openai_kind kind)
 {
 	return kind == OPENAI_CHAT ? "/v1/chat/completions" :
-	    "/v1/completions";
+	    kind == OPENAI_RESPONSES ? "/v1/responses" : "/v1/completions";
 }
 
 /* Its JSON body (caller frees); ignore_eos, so it runs to max_tokens. */
@@ -698,11 +702,14 @@ static char *
 v1_body(const struct v1_req *q)
 {
 	json_t *o = json_pack("{s:s,s:i,s:b,s:b}", "model", "tokstream-sim",
-	    "max_tokens", q->max_tokens, "stream", q->stream, "ignore_eos", 1);
+	    q->kind == OPENAI_RESPONSES ? "max_output_tokens" : "max_tokens",
+	    q->max_tokens, "stream", q->stream, "ignore_eos", 1);
 	char *s;
 	size_t i;
 
-	if (q->kind == OPENAI_CHAT)
+	if (q->kind == OPENAI_RESPONSES)
+		json_object_set_new(o, "input", json_string(q->prompt));
+	else if (q->kind == OPENAI_CHAT)
 		json_object_set_new(o, "messages", json_pack("[{s:s,s:s}]",
 		    "role", "user", "content", q->prompt));
 	else
@@ -744,6 +751,148 @@ v1_result_free(struct v1_result *res)
 	ts_buf_free(&res->text);
 }
 
+/* A whole Responses API response object's text, finish ("stop" for
+ * status completed, "length" for incomplete) and usage into res, its
+ * fields checked (OpenAI API reference, the response object). */
+static void
+responses_object(json_t *o, uint64_t id, struct v1_result *res)
+{
+	char want[48];
+	json_t *out, *item, *part, *usage;
+	const char *status = jstr(o, "status");
+
+	snprintf(want, sizeof(want), "resp_%llu", (unsigned long long)id);
+	assert_string_equal(jstr(o, "id"), want);
+	assert_string_equal(jstr(o, "object"), "response");
+	assert_string_equal(jstr(o, "model"), "tokstream-sim");
+	assert_true(json_is_integer(json_object_get(o, "created_at")));
+	assert_true(json_is_null(json_object_get(o, "error")));
+	out = json_object_get(o, "output");
+	assert_int_equal(json_array_size(out), 1);
+	item = json_array_get(out, 0);
+	snprintf(want, sizeof(want), "msg_%llu", (unsigned long long)id);
+	assert_string_equal(jstr(item, "id"), want);
+	assert_string_equal(jstr(item, "type"), "message");
+	assert_string_equal(jstr(item, "role"), "assistant");
+	assert_string_equal(jstr(item, "status"), status);
+	assert_int_equal(json_array_size(json_object_get(item, "content")),
+	    1);
+	part = json_array_get(json_object_get(item, "content"), 0);
+	assert_string_equal(jstr(part, "type"), "output_text");
+	assert_int_equal(json_array_size(json_object_get(part,
+	    "annotations")), 0);
+	ts_buf_append(&res->text, jstr(part, "text"),
+	    strlen(jstr(part, "text")));
+	if (strcmp(status, "completed") == 0) {
+		assert_true(json_is_null(json_object_get(o,
+		    "incomplete_details")));
+		snprintf(res->finish, sizeof(res->finish), "stop");
+	} else {
+		assert_string_equal(status, "incomplete");
+		assert_string_equal(jstr(o, "incomplete_details.reason"),
+		    "max_output_tokens");
+		snprintf(res->finish, sizeof(res->finish), "length");
+	}
+	usage = json_object_get(o, "usage");
+	res->completion_tokens = (long)json_integer_value(json_object_get(
+	    usage, "output_tokens"));
+	res->prompt_tokens = (long)json_integer_value(json_object_get(usage,
+	    "input_tokens"));
+	assert_int_equal(json_integer_value(json_object_get(usage,
+	    "total_tokens")), res->completion_tokens + res->prompt_tokens);
+}
+
+/* A streamed Responses API answer: named events in OpenAI's order
+ * (created, in_progress, output_item.added, content_part.added, the
+ * deltas, output_text.done, content_part.done, output_item.done,
+ * completed or incomplete), sequence numbers 0, 1, ..., the event name
+ * equal to the data's "type", the done events repeating the text, no
+ * [DONE]. */
+static void
+responses_parse_stream(const struct response *r, struct v1_result *res)
+{
+	static const char *const before[] = { "response.created",
+	    "response.in_progress", "response.output_item.added",
+	    "response.content_part.added" };
+	static const char *const after[] = { "response.output_text.done",
+	    "response.content_part.done", "response.output_item.done" };
+	struct sse *s = sse_parse(r->body, r->body_len);
+	size_t i, seq = 0, nb = 0, na = 0;
+	int last = 0;
+
+	for (i = 0; i < s->n; i++) {
+		const struct sse_event *e = &s->ev[i];
+		json_t *o;
+
+		if (e->kind == EV_COMMENT) {
+			assert_int_equal(seq, 0);
+			res->keepalives++;
+			continue;
+		}
+		assert_int_equal(e->kind, EV_DATA);
+		assert_false(last);
+		assert_false(e->has_id);
+		o = json_loadb(e->data, e->data_len, 0, NULL);
+		if (o == NULL)
+			fail_msg("event is not JSON: %s", e->data);
+		assert_string_equal(e->type, jstr(o, "type"));
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "sequence_number")), seq++);
+		if (nb < NELEM(before)) {
+			assert_string_equal(e->type, before[nb++]);
+			if (nb <= 2) {
+				assert_string_equal(jstr(o, "response.status"),
+				    "in_progress");
+				assert_true(json_is_null(json_object_get(
+				    json_object_get(o, "response"), "usage")));
+			}
+		} else if (strcmp(e->type, "response.output_text.delta") ==
+		    0) {
+			assert_int_equal(na, 0);
+			assert_int_equal(json_integer_value(json_object_get(o,
+			    "output_index")), 0);
+			assert_true(strlen(jstr(o, "delta")) > 0);
+			ts_buf_append(&res->text, jstr(o, "delta"),
+			    strlen(jstr(o, "delta")));
+			assert_true(res->nchunks < MAX_EVENTS);
+			res->chunk_end[res->nchunks++] = res->text.len;
+		} else if (na < NELEM(after)) {
+			const char *t = na == 0 ? jstr(o, "text") : na == 1 ?
+			    jstr(o, "part.text") : NULL;
+
+			assert_string_equal(e->type, after[na++]);
+			if (t != NULL) {
+				assert_int_equal(strlen(t), res->text.len);
+				assert_memory_equal(t, res->text.p,
+				    res->text.len);
+			}
+		} else {
+			struct v1_result whole;
+
+			assert_true(strcmp(e->type, "response.completed") ==
+			    0 || strcmp(e->type, "response.incomplete") == 0);
+			memset(&whole, 0, sizeof(whole));
+			ts_buf_init(&whole.text, 1u << 20);
+			responses_object(json_object_get(o, "response"),
+			    res->id, &whole);
+			assert_int_equal(whole.text.len, res->text.len);
+			assert_memory_equal(whole.text.p, res->text.p,
+			    res->text.len);
+			assert_string_equal(e->type, strcmp(whole.finish,
+			    "stop") == 0 ? "response.completed" :
+			    "response.incomplete");
+			memcpy(res->finish, whole.finish, sizeof(res->finish));
+			res->completion_tokens = whole.completion_tokens;
+			res->prompt_tokens = whole.prompt_tokens;
+			ts_buf_free(&whole.text);
+			last = 1;
+		}
+		json_decref(o);
+	}
+	assert_true(last);
+	sse_free(s);
+}
+
 /* A streamed /v1 answer's events (OpenAI API reference, the chunk
  * object): content chunks, the first with role assistant (chat), one
  * finish chunk, the usage chunk when asked for, then [DONE] last. */
@@ -751,12 +900,18 @@ static void
 v1_parse_stream(const struct v1_req *q, const struct response *r,
     struct v1_result *res)
 {
-	struct sse *s = sse_parse(r->body, r->body_len);
+	struct sse *s;
 	const char *object = q->kind == OPENAI_CHAT ?
 	    "chat.completion.chunk" : "text_completion";
 	char want_id[48];
 	size_t i, data_events = 0;
 	int finished = 0, usage_seen = 0, done = 0;
+
+	if (q->kind == OPENAI_RESPONSES) {
+		responses_parse_stream(r, res);
+		return;
+	}
+	s = sse_parse(r->body, r->body_len);
 
 	snprintf(want_id, sizeof(want_id), "%s-%llu", q->kind == OPENAI_CHAT ?
 	    "chatcmpl" : "cmpl", (unsigned long long)res->id);
@@ -861,6 +1016,12 @@ v1_parse_answer(const struct v1_req *q, const struct response *r,
 	const char *text;
 	char want_id[48];
 
+	if (q->kind == OPENAI_RESPONSES) {
+		responses_object(o, res->id, res);
+		json_decref(o);
+		return;
+	}
+
 	snprintf(want_id, sizeof(want_id), "%s-%llu", q->kind == OPENAI_CHAT ?
 	    "chatcmpl" : "cmpl", (unsigned long long)res->id);
 	assert_string_equal(jstr(o, "id"), want_id);
@@ -869,7 +1030,12 @@ v1_parse_answer(const struct v1_req *q, const struct response *r,
 	assert_int_equal(json_array_size(json_object_get(o, "choices")), 1);
 	c = json_array_get(json_object_get(o, "choices"), 0);
 	if (q->kind == OPENAI_CHAT) {
+		json_t *m = json_object_get(c, "message");
+
 		assert_string_equal(jstr(c, "message.role"), "assistant");
+		/* required by OpenAI's schema, null unless refused */
+		assert_non_null(json_object_get(m, "refusal"));
+		assert_true(json_is_null(json_object_get(m, "refusal")));
 		text = jstr(c, "message.content");
 	} else {
 		text = jstr(c, "text");
@@ -906,7 +1072,8 @@ v1_run(const struct v1_req *q, struct v1_result *res,
 	res->id = request_id(&r);
 	assert_true(res->id > 0);
 	if (q->stream) {
-		assert_header(&r, "Content-Type", "text/event-stream");
+		assert_header(&r, "Content-Type",
+		    "text/event-stream; charset=utf-8");
 		v1_parse_stream(q, &r, res);
 	} else {
 		assert_header(&r, "Content-Type", "application/json");
@@ -974,7 +1141,8 @@ test_stream_events(void **unused)
 		fake_open(&fc, &fs, "GET", uri, NULL);
 		exchange(&fs, &fc, &r);
 		assert_int_equal(r.status, 200);
-		assert_header(&r, "Content-Type", "text/event-stream");
+		assert_header(&r, "Content-Type",
+		    "text/event-stream; charset=utf-8");
 		assert_header(&r, "Cache-Control", "no-cache");
 		assert_header(&r, "Access-Control-Allow-Origin", "*");
 		id = request_id(&r);
@@ -1809,6 +1977,9 @@ test_v1_answer_matches_stream(void **unused)
 		    { NULL }, 0, -1 },
 		{ OPENAI_COMPLETIONS, "Once upon", 30, 1, 1, { NULL }, 0, -1 },
 		{ OPENAI_COMPLETIONS, "x", 1, 1, 1, { NULL }, 0, -1 },
+		{ OPENAI_RESPONSES, "Tell me a story", 12, 1, 0, { NULL }, 0,
+		    -1 },
+		{ OPENAI_RESPONSES, "x", 1, 1, 0, { NULL }, 0, -1 },
 	};
 	size_t k;
 
@@ -2273,7 +2444,8 @@ test_v1_models(void **unused)
 		json_t *o, *data, *m;
 
 		server_defaults(&fs);
-		fs.opt.served_model = cases[k].served;
+		fs.opt.n_served_models = cases[k].served != NULL;
+		fs.opt.served_models[0] = cases[k].served;
 		server_start(&fs);
 		fake_open(&fc, &fs, "GET", "/v1/models", NULL);
 		exchange(&fs, &fc, &r);
@@ -2298,10 +2470,13 @@ test_v1_models(void **unused)
 /* ---- routing ------------------------------------------------------------ */
 
 /* An unknown path is 404, a known path with another method 405 with
- * Allow; /v1 errors in the OpenAI shape (with "param"). */
+ * Allow (GET takes HEAD, and every path OPTIONS); /v1 errors in the
+ * OpenAI shape (with "param"). */
 static void
 test_unknown_path_and_method(void **unused)
 {
+#define G "GET, HEAD, OPTIONS"
+#define P "POST, OPTIONS"
 	static const struct {
 		const char *method, *uri;
 		int status;
@@ -2313,18 +2488,26 @@ test_unknown_path_and_method(void **unused)
 		{ "GET", "/streams?prompt=x", 404, "unknown_path", NULL, 0 },
 		{ "GET", "/v1/nope", 404, "unknown_url", NULL, 1 },
 		{ "POST", "/stream?prompt=x", 405, "method_not_allowed",
-		    "GET", 0 },
-		{ "GET", "/generate", 405, "method_not_allowed", "POST", 0 },
-		{ "PUT", "/generate", 405, "method_not_allowed", "POST", 0 },
+		    G, 0 },
+		{ "GET", "/generate", 405, "method_not_allowed", P, 0 },
+		{ "PUT", "/generate", 405, "method_not_allowed", P, 0 },
+		{ "HEAD", "/generate", 405, "method_not_allowed", P, 0 },
 		{ "GET", "/v1/chat/completions", 405, "method_not_allowed",
-		    "POST", 1 },
-		{ "GET", "/v1/completions", 405, "method_not_allowed", "POST",
-		    1 },
-		{ "DELETE", "/v1/models", 405, "method_not_allowed", "GET",
-		    1 },
+		    P, 1 },
+		{ "GET", "/v1/completions", 405, "method_not_allowed", P, 1 },
+		{ "GET", "/v1/responses", 405, "method_not_allowed", P, 1 },
+		{ "DELETE", "/v1/models", 405, "method_not_allowed", G, 1 },
+		{ "POST", "/v1/models/tokstream-sim", 405,
+		    "method_not_allowed", G, 1 },
 		{ "POST", "/_debug/generated", 405, "method_not_allowed",
-		    "GET", 0 },
-		{ "POST", "/health", 405, "method_not_allowed", "GET", 0 },
+		    G, 0 },
+		{ "POST", "/health", 405, "method_not_allowed", G, 0 },
+		{ "CONNECT", "/health", 405, "method_not_allowed", G, 0 },
+		{ "POST", "/metrics", 405, "method_not_allowed", G, 0 },
+		/* the demo page: lighttpd serves its GET and HEAD */
+		{ "POST", "/", 405, "method_not_allowed", G, 0 },
+		{ "DELETE", "/index.html", 405, "method_not_allowed", G, 0 },
+		{ "OPTIONS", "/nope", 404, "unknown_path", NULL, 0 },
 	};
 	size_t k;
 
@@ -2349,6 +2532,8 @@ test_unknown_path_and_method(void **unused)
 		fake_close(&fc);
 		server_down(&fs);
 	}
+#undef G
+#undef P
 }
 
 /* A CORS preflight of a public endpoint is a 204 with the methods and
@@ -2363,16 +2548,25 @@ test_preflight_and_stopping(void **unused)
 		int stopping;
 		int status;
 		const char *allow_headers;
+		const char *methods;     /* Allow and ...-Allow-Methods */
 	} cases[] = {
 		{ "OPTIONS", "/stream", "last-event-id", 0, 204,
-		    "last-event-id" },
+		    "last-event-id", "GET, HEAD, OPTIONS" },
 		{ "OPTIONS", "/v1/chat/completions",
 		    "authorization, x-stainless-os", 0, 204,
-		    "authorization, x-stainless-os" },
+		    "authorization, x-stainless-os", "POST, OPTIONS" },
 		{ "OPTIONS", "/generate", "bad\"header", 0, 204,
-		    "Content-Type, Last-Event-ID, Authorization" },
-		{ "GET", "/stream?prompt=x", NULL, 1, 503, NULL },
-		{ "GET", "/v1/models", NULL, 1, 503, NULL },
+		    "Content-Type, Last-Event-ID, Authorization",
+		    "POST, OPTIONS" },
+		{ "OPTIONS", "/v1/responses", "content-type", 0, 204,
+		    "content-type", "POST, OPTIONS" },
+		{ "OPTIONS", "/v1/models/tokstream-sim", "authorization", 0,
+		    204, "authorization", "GET, HEAD, OPTIONS" },
+		/* a preflight while stopping is still answered */
+		{ "OPTIONS", "/stream", "last-event-id", 1, 204,
+		    "last-event-id", "GET, HEAD, OPTIONS" },
+		{ "GET", "/stream?prompt=x", NULL, 1, 503, NULL, NULL },
+		{ "GET", "/v1/models", NULL, 1, 503, NULL, NULL },
 	};
 	size_t k;
 
@@ -2385,20 +2579,26 @@ test_preflight_and_stopping(void **unused)
 		server_up(&fs);
 		atomic_store(&fs.srv.stopping, cases[k].stopping);
 		fake_open(&fc, &fs, cases[k].method, cases[k].uri, NULL);
-		if (cases[k].asked != NULL)
+		if (cases[k].asked != NULL) {
 			fake_set(&fc, "HTTP_ACCESS_CONTROL_REQUEST_HEADERS",
 			    cases[k].asked);
+			fake_set(&fc, "HTTP_ACCESS_CONTROL_REQUEST_METHOD",
+			    "POST");
+		}
 		exchange(&fs, &fc, &r);
 		if (cases[k].status == 204) {
 			assert_int_equal(r.status, 204);
 			assert_int_equal(r.body_len, 0);
 			assert_header(&r, "Access-Control-Allow-Origin", "*");
 			assert_header(&r, "Access-Control-Allow-Methods",
-			    "GET, POST, OPTIONS");
+			    cases[k].methods);
+			assert_header(&r, "Allow", cases[k].methods);
 			assert_header(&r, "Access-Control-Allow-Headers",
 			    cases[k].allow_headers);
 		} else {
-			assert_error(&r, 503, "server_error", "shutdown", 0);
+			/* /v1 in the OpenAI shape */
+			assert_error(&r, 503, "server_error", "shutdown",
+			    strncmp(cases[k].uri, "/v1/", 4) == 0);
 			assert_header(&r, "Retry-After", "1");
 		}
 		assert_int_equal(state_total_streams(fs.srv.state), 0);
@@ -2480,8 +2680,19 @@ test_cors_origin(void **unused)
 		    "https://a.example" },
 		{ "https://a.example", "GET", "/_debug/generated", 404, NULL },
 		{ "https://a.example", "GET", "/metrics", 200, NULL },
+		/* errors too: a page sees the JSON, not "Failed to fetch" */
+		{ "https://a.example", "GET", "/v1/nope", 404,
+		    "https://a.example" },
+		{ "https://a.example", "GET", "/nope", 404,
+		    "https://a.example" },
+		{ "https://a.example", "GET", "/generate", 405,
+		    "https://a.example" },
+		{ "https://a.example", "GET", "/v1/models/nope", 404,
+		    "https://a.example" },
+		{ "https://a.example", "POST", "/metrics", 405, NULL },
 		{ "", "GET", "/stream?prompt=c&max_tokens=1", 200, NULL },
-		{ "", "OPTIONS", "/stream", 405, NULL },
+		{ "", "OPTIONS", "/stream", 204, NULL },
+		{ "", "GET", "/v1/nope", 404, NULL },
 	};
 	size_t k;
 
@@ -2742,7 +2953,7 @@ test_request_id_matches_record(void **unused)
 }
 
 /* /_debug/generated answers only local requests that no proxy
- * forwarded. */
+ * forwarded, for a loopback Host (no DNS rebinding). */
 static void
 test_debug_generated_local_only(void **unused)
 {
@@ -2750,13 +2961,27 @@ test_debug_generated_local_only(void **unused)
 		const char *addr;
 		const char *hdr;         /* a forwarding header, or NULL */
 		int status;
+		const char *host;        /* Host; NULL: fake_open's localhost */
 	} cases[] = {
-		{ "127.0.0.1", NULL, 200 },
-		{ "::1", NULL, 200 },
-		{ "10.1.2.3", NULL, 403 },
-		{ "127.0.0.1", "HTTP_X_FORWARDED_FOR", 403 },
-		{ "127.0.0.1", "HTTP_FORWARDED", 403 },
-		{ "127.0.0.1", "HTTP_X_REAL_IP", 403 },
+		{ "127.0.0.1", NULL, 200, NULL },
+		{ "::1", NULL, 200, NULL },
+		{ "10.1.2.3", NULL, 403, NULL },
+		{ "127.0.0.1", "HTTP_X_FORWARDED_FOR", 403, NULL },
+		{ "127.0.0.1", "HTTP_FORWARDED", 403, NULL },
+		{ "127.0.0.1", "HTTP_X_REAL_IP", 403, NULL },
+		/* DNS rebinding: loopback, but the page's own name */
+		{ "127.0.0.1", NULL, 403, "rebind.attacker.example" },
+		{ "127.0.0.1", NULL, 403, "rebind.attacker.example:8170" },
+		{ "127.0.0.1", NULL, 403, "127.0.0.1.attacker.example" },
+		{ "127.0.0.1", NULL, 403, "localhost.attacker.example" },
+		{ "127.0.0.1", NULL, 403, "[::2]:8170" },
+		{ "127.0.0.1", NULL, 200, "localhost:8170" },
+		{ "127.0.0.1", NULL, 200, "LOCALHOST." },
+		{ "127.0.0.1", NULL, 200, "ui.localhost:3000" },
+		{ "127.0.0.1", NULL, 200, "127.0.0.1:8170" },
+		{ "127.0.0.1", NULL, 200, "127.9.8.7" },
+		{ "::1", NULL, 200, "[::1]:8170" },
+		{ "127.0.0.1", NULL, 200, "" },   /* HTTP/1.0: no Host */
 	};
 	size_t k;
 
@@ -2775,6 +3000,8 @@ test_debug_generated_local_only(void **unused)
 		fake_set(&dc, "REMOTE_ADDR", cases[k].addr);
 		if (cases[k].hdr != NULL)
 			fake_set(&dc, cases[k].hdr, "127.0.0.1");
+		if (cases[k].host != NULL)
+			fake_set(&dc, "HTTP_HOST", cases[k].host);
 		exchange(&fs, &dc, &r);
 		if (cases[k].status == 200) {
 			json_t *o = body_json(&r);
@@ -2938,6 +3165,346 @@ test_debug_generated_queries(void **unused)
 	}
 }
 
+/* HEAD is GET without the body (RFC 9110 section 9.3.2): the same
+ * status and headers; HEAD /stream starts no generation. */
+static void
+test_head_requests(void **unused)
+{
+	static const struct {
+		const char *uri;
+		int status;
+		const char *ctype;
+	} cases[] = {
+		{ "/health", 200, "application/json" },
+		{ "/v1/models", 200, "application/json" },
+		{ "/v1/models/tokstream-sim", 200, "application/json" },
+		{ "/v1/models/nope", 404, "application/json" },
+		{ "/metrics", 200, "text/plain; version=0.0.4; charset=utf-8" },
+		{ "/stream?prompt=hi&max_tokens=5", 200,
+		    "text/event-stream; charset=utf-8" },
+		{ "/stream", 400, "application/json" },
+		{ "/stream?prompt=hi&max_tokens=99999", 400,
+		    "application/json" },
+		{ "/_debug/generated?id=7", 404, "application/json" },
+	};
+	size_t k;
+
+	(void)unused;
+	for (k = 0; k < NELEM(cases); k++) {
+		struct fake_server fs;
+		struct fake_conn fc;
+		struct response r;
+		char v[8];
+
+		server_up(&fs);
+		fake_open(&fc, &fs, "HEAD", cases[k].uri, NULL);
+		exchange(&fs, &fc, &r);
+		assert_int_equal(r.status, cases[k].status);
+		assert_header(&r, "Content-Type", cases[k].ctype);
+		assert_int_equal(r.body_len, 0);
+		if (strncmp(cases[k].uri, "/stream", 7) == 0)
+			assert_false(header(&r, "X-Request-Id", v,
+			    sizeof(v)));
+		assert_int_equal(state_total_streams(fs.srv.state), 0);
+		{
+			struct engine_stats st;
+
+			engine_stats(fs.srv.engine, &st);
+			assert_int_equal(st.generated, 0);
+			assert_int_equal(st.held, 0);
+		}
+		fake_close(&fc);
+		server_down(&fs);
+	}
+}
+
+/* OPTIONS on every path tokstream serves: 204 with Allow, also with
+ * CORS off; the demo page's path too (HAProxy's default check); with
+ * CORS on, the public paths add the preflight's answer. */
+static void
+test_options_allow(void **unused)
+{
+	static const struct {
+		const char *uri;
+		const char *allow;
+	} cases[] = {
+		{ "/", "GET, HEAD, OPTIONS" },
+		{ "/index.html", "GET, HEAD, OPTIONS" },
+		{ "/stream", "GET, HEAD, OPTIONS" },
+		{ "/health", "GET, HEAD, OPTIONS" },
+		{ "/metrics", "GET, HEAD, OPTIONS" },
+		{ "/_debug/generated", "GET, HEAD, OPTIONS" },
+		{ "/v1/models", "GET, HEAD, OPTIONS" },
+		{ "/v1/models/any", "GET, HEAD, OPTIONS" },
+		{ "/generate", "POST, OPTIONS" },
+		{ "/v1/completions", "POST, OPTIONS" },
+		{ "/v1/chat/completions", "POST, OPTIONS" },
+		{ "/v1/responses", "POST, OPTIONS" },
+	};
+	size_t k, off;
+
+	(void)unused;
+	for (off = 0; off < 2; off++) {
+		for (k = 0; k < NELEM(cases); k++) {
+			struct fake_server fs;
+			struct fake_conn fc;
+			struct response r;
+			char v[64];
+
+			server_defaults(&fs);
+			if (off)
+				fs.opt.cors_origin = "";
+			server_start(&fs);
+			fake_open(&fc, &fs, "OPTIONS", cases[k].uri, NULL);
+			exchange(&fs, &fc, &r);
+			assert_int_equal(r.status, 204);
+			assert_int_equal(r.body_len, 0);
+			assert_header(&r, "Allow", cases[k].allow);
+			/* CORS on: the preflight's answer too (the
+			 * debug paths never have CORS) */
+			if (off || strncmp(cases[k].uri, "/_debug", 7) == 0 ||
+			    strcmp(cases[k].uri, "/metrics") == 0)
+				assert_false(header(&r,
+				    "Access-Control-Allow-Methods", v,
+				    sizeof(v)));
+			else
+				assert_header(&r,
+				    "Access-Control-Allow-Methods",
+				    cases[k].allow);
+			fake_close(&fc);
+			server_down(&fs);
+		}
+	}
+}
+
+/* GET /v1/models/{model}: each served name (percent-decoded, '+' kept)
+ * gives the model object; any other 404 model_not_found. With several
+ * --served-model-name, /v1/models lists all, a request may name any, and
+ * every response carries the first (as vLLM). */
+static void
+test_v1_model_names(void **unused)
+{
+	static const struct {
+		const char *uri;
+		int status;
+		const char *id;
+	} cases[] = {
+		{ "/v1/models/first", 200, "first" },
+		{ "/v1/models/org/second", 200, "org/second" },
+		{ "/v1/models/org%2Fsecond", 200, "org/second" },
+		{ "/v1/models/org%2fsecond", 200, "org/second" },
+		{ "/v1/models/a+b", 200, "a+b" },
+		{ "/v1/models/a%20b", 404, NULL },
+		{ "/v1/models/First", 404, NULL },
+		{ "/v1/models/first/", 404, NULL },
+		{ "/v1/models/%zz", 404, NULL },
+		{ "/v1/models/first%", 404, NULL },
+		{ "/v1/models/tokstream-sim", 404, NULL },
+	};
+	struct fake_server fs;
+	struct fake_conn fc;
+	struct response r;
+	json_t *o, *data;
+	size_t k;
+
+	(void)unused;
+	server_defaults(&fs);
+	fs.opt.served_models[0] = "first";
+	fs.opt.served_models[1] = "org/second";
+	fs.opt.served_models[2] = "a+b";
+	fs.opt.n_served_models = 3;
+	server_start(&fs);
+	fake_open(&fc, &fs, "GET", "/v1/models", NULL);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	o = body_json(&r);
+	data = json_object_get(o, "data");
+	assert_int_equal(json_array_size(data), 3);
+	assert_string_equal(jstr(json_array_get(data, 0), "id"), "first");
+	assert_string_equal(jstr(json_array_get(data, 1), "id"),
+	    "org/second");
+	assert_string_equal(jstr(json_array_get(data, 2), "id"), "a+b");
+	json_decref(o);
+	fake_close(&fc);
+	for (k = 0; k < NELEM(cases); k++) {
+		fake_open(&fc, &fs, "GET", cases[k].uri, NULL);
+		exchange(&fs, &fc, &r);
+		if (cases[k].status == 200) {
+			assert_int_equal(r.status, 200);
+			o = body_json(&r);
+			assert_string_equal(jstr(o, "id"), cases[k].id);
+			assert_string_equal(jstr(o, "object"), "model");
+			assert_string_equal(jstr(o, "owned_by"), "tokstream");
+			assert_true(json_is_integer(json_object_get(o,
+			    "created")));
+			json_decref(o);
+		} else {
+			assert_error(&r, 404, "invalid_request_error",
+			    "model_not_found", 1);
+		}
+		fake_close(&fc);
+	}
+	/* a request naming the second name: served, answered as "first" */
+	fake_open(&fc, &fs, "POST", "/v1/chat/completions",
+	    "{\"model\":\"org/second\",\"max_tokens\":2,\"messages\":[{"
+	    "\"role\":\"user\",\"content\":\"hi\"}]}");
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	o = body_json(&r);
+	assert_string_equal(jstr(o, "model"), "first");
+	json_decref(o);
+	fake_close(&fc);
+	fake_open(&fc, &fs, "POST", "/v1/chat/completions",
+	    "{\"model\":\"tokstream-sim\",\"max_tokens\":2,\"messages\":[{"
+	    "\"role\":\"user\",\"content\":\"hi\"}]}");
+	exchange(&fs, &fc, &r);
+	assert_error(&r, 404, "invalid_request_error", "model_not_found", 1);
+	o = body_json(&r);
+	assert_non_null(strstr(jstr(o, "error.message"),
+	    "`first`, `org/second`, `a+b`"));
+	json_decref(o);
+	fake_close(&fc);
+	server_down(&fs);
+}
+
+/* /v1/responses runs the chat template over instructions (a system
+ * message) and input (a string: one user message; or message items with
+ * input_text parts): the same prompt as the chat request with those
+ * messages gives the same text. The response echoes instructions and
+ * max_output_tokens (null when not given). */
+static void
+test_responses_as_chat(void **unused)
+{
+	static const char *const bodies[] = {
+		"{\"model\":\"tokstream-sim\",\"instructions\":\"be brief\","
+		"\"input\":\"hello there\",\"max_output_tokens\":9,"
+		"\"ignore_eos\":true}",
+		"{\"model\":\"tokstream-sim\",\"instructions\":\"be brief\","
+		"\"input\":[{\"role\":\"user\",\"content\":[{\"type\":"
+		"\"input_text\",\"text\":\"hello there\"}]}],"
+		"\"max_output_tokens\":9,\"ignore_eos\":true}",
+		"{\"model\":\"tokstream-sim\",\"input\":[{\"type\":\"message\","
+		"\"role\":\"system\",\"content\":\"be brief\"},{\"role\":"
+		"\"user\",\"content\":\"hello there\"}],"
+		"\"max_output_tokens\":9,\"ignore_eos\":true}",
+	};
+	static const char chat[] = "{\"model\":\"tokstream-sim\","
+	    "\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},"
+	    "{\"role\":\"user\",\"content\":\"hello there\"}],"
+	    "\"max_tokens\":9,\"ignore_eos\":true}";
+	struct fake_server fs;
+	struct fake_conn fc;
+	struct response r;
+	json_t *o;
+	char want[4096];
+	size_t k;
+
+	(void)unused;
+	server_up(&fs);
+	fake_open(&fc, &fs, "POST", "/v1/chat/completions", chat);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	o = body_json(&r);
+	snprintf(want, sizeof(want), "%s",
+	    jstr(json_array_get(json_object_get(o, "choices"), 0),
+	    "message.content"));
+	json_decref(o);
+	fake_close(&fc);
+	for (k = 0; k < NELEM(bodies); k++) {
+		json_t *part;
+
+		fake_open(&fc, &fs, "POST", "/v1/responses", bodies[k]);
+		exchange(&fs, &fc, &r);
+		assert_int_equal(r.status, 200);
+		o = body_json(&r);
+		part = json_array_get(json_object_get(json_array_get(
+		    json_object_get(o, "output"), 0), "content"), 0);
+		assert_string_equal(jstr(part, "text"), want);
+		assert_string_equal(jstr(o, "status"), "incomplete");
+		assert_int_equal(json_integer_value(json_object_get(o,
+		    "max_output_tokens")), 9);
+		if (k < 2)
+			assert_string_equal(jstr(o, "instructions"),
+			    "be brief");
+		else
+			assert_true(json_is_null(json_object_get(o,
+			    "instructions")));
+		assert_int_equal(json_integer_value(json_object_get(
+		    json_object_get(o, "usage"), "output_tokens")), 9);
+		json_decref(o);
+		fake_close(&fc);
+	}
+	/* not given: null; EOS ends it: status completed */
+	fake_open(&fc, &fs, "POST", "/v1/responses",
+	    "{\"model\":\"tokstream-sim\",\"input\":\"hi\"}");
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	o = body_json(&r);
+	assert_true(json_is_null(json_object_get(o, "max_output_tokens")));
+	if (json_integer_value(json_object_get(json_object_get(o, "usage"),
+	    "output_tokens")) < 256)
+		assert_string_equal(jstr(o, "status"), "completed");
+	json_decref(o);
+	fake_close(&fc);
+	server_down(&fs);
+}
+
+/* /v1/responses refuses what it cannot do with OpenAI's error shape and
+ * codes, naming the field. */
+static void
+test_responses_bad_requests(void **unused)
+{
+	static const struct {
+		const char *body;
+		const char *code;
+		const char *param;
+	} cases[] = {
+		{ "{\"model\":\"tokstream-sim\"}", "missing_required_parameter",
+		    "input" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":7}", "invalid_type",
+		    "input" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":[]}", "empty_array",
+		    "input" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":[{\"type\":"
+		  "\"function_call_output\",\"call_id\":\"c\",\"output\":"
+		  "\"x\"}]}", "unsupported_value", "input[0].type" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":[{\"role\":\"user\","
+		  "\"content\":[{\"type\":\"input_image\",\"image_url\":"
+		  "\"x\"}]}]}", "invalid_value", "input[0].content[0].type" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":[{\"role\":\"tool\","
+		  "\"content\":\"x\"}]}", "invalid_value", "input[0].role" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":\"x\","
+		  "\"instructions\":5}", "invalid_type", "instructions" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":\"x\","
+		  "\"max_output_tokens\":0}", "integer_below_min_value",
+		  "max_output_tokens" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":\"x\","
+		  "\"max_output_tokens\":8193}", "integer_above_max_value",
+		  "max_output_tokens" },
+	};
+	size_t k;
+
+	(void)unused;
+	for (k = 0; k < NELEM(cases); k++) {
+		struct fake_server fs;
+		struct fake_conn fc;
+		struct response r;
+		json_t *o;
+
+		server_up(&fs);
+		fake_open(&fc, &fs, "POST", "/v1/responses", cases[k].body);
+		exchange(&fs, &fc, &r);
+		assert_error(&r, 400, "invalid_request_error", cases[k].code,
+		    1);
+		o = body_json(&r);
+		assert_string_equal(jstr(o, "error.param"), cases[k].param);
+		json_decref(o);
+		assert_int_equal(state_total_streams(fs.srv.state), 0);
+		fake_close(&fc);
+		server_down(&fs);
+	}
+}
+
 int
 main(void)
 {
@@ -2961,6 +3528,11 @@ main(void)
 		cmocka_unit_test(test_v1_bad_requests),
 		cmocka_unit_test(test_error_after_commit),
 		cmocka_unit_test(test_v1_models),
+		cmocka_unit_test(test_v1_model_names),
+		cmocka_unit_test(test_responses_as_chat),
+		cmocka_unit_test(test_responses_bad_requests),
+		cmocka_unit_test(test_head_requests),
+		cmocka_unit_test(test_options_allow),
 		cmocka_unit_test(test_unknown_path_and_method),
 		cmocka_unit_test(test_preflight_and_stopping),
 		cmocka_unit_test(test_cors_origin),

@@ -13,16 +13,20 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "openai/chat.h"
 #include "openai/encode.h"
 #include "openai/parse.h"
+#include "openai/responses.h"
 
 #define T(s) s, sizeof(s) - 1
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define MODEL "tokstream-sim"
+/* the served names the parser is given */
+static const char *const served[] = { MODEL };
 #define CMPL OPENAI_COMPLETIONS
 #define CHAT OPENAI_CHAT
 
@@ -58,7 +62,7 @@ parse(enum openai_kind kind, const char *qbody, struct openai_request *r,
 	char *body = q(qbody, &len);
 	enum ts_err rc;
 
-	rc = openai_parse_request(kind, body, len, T(MODEL), r, err);
+	rc = openai_parse_request(kind, body, len, served, 1, r, err);
 	free(body);
 	return rc;
 }
@@ -554,7 +558,7 @@ static enum ts_err
 parse_buf(enum openai_kind kind, const struct ts_buf *b,
     struct openai_request *r, struct http_error *err)
 {
-	return openai_parse_request(kind, b->p, b->len, T(MODEL), r, err);
+	return openai_parse_request(kind, b->p, b->len, served, 1, r, err);
 }
 
 static void
@@ -746,7 +750,8 @@ test_response(void **unused)
 	assert_string_equal(b.p, "{\"id\":\"chatcmpl-42\",\"object\":"
 	    "\"chat.completion\",\"created\":1700000000,\"model\":"
 	    "\"tokstream-sim\",\"choices\":[{\"index\":0,\"message\":"
-	    "{\"role\":\"assistant\",\"content\":\"Hi\"},\"logprobs\":null,"
+	    "{\"role\":\"assistant\",\"content\":\"Hi\",\"refusal\":null},"
+	    "\"logprobs\":null,"
 	    "\"finish_reason\":\"stop\"}]," USAGE "}");
 	/* the id is the request id in decimal, up to UINT64_MAX */
 	ts_buf_reset(&b);
@@ -955,17 +960,42 @@ test_models(void **unused)
 	    NULL };
 	struct ts_buf b;
 
+	static const char *const two[] = { "a", "org/b" };
+
 	ts_buf_init(&b, 4096);
-	assert_int_equal(openai_encode_models(&b, &mi), TS_OK);
+	assert_int_equal(openai_encode_models(&b, &mi, served, 1), TS_OK);
 	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
 	assert_string_equal(b.p, "{\"object\":\"list\",\"data\":[{\"id\":"
 	    "\"tokstream-sim\",\"object\":\"model\",\"created\":1700000000,"
 	    "\"owned_by\":\"tokstream\"}]}");
+	/* several names: one model object each, in order; mi.id unused */
+	ts_buf_reset(&b);
+	assert_int_equal(openai_encode_models(&b, &mi, two, 2), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	assert_string_equal(b.p, "{\"object\":\"list\",\"data\":[{\"id\":"
+	    "\"a\",\"object\":\"model\",\"created\":1700000000,"
+	    "\"owned_by\":\"tokstream\"},{\"id\":\"org/b\",\"object\":"
+	    "\"model\",\"created\":1700000000,\"owned_by\":\"tokstream\"}]}");
+	/* one model (GET /v1/models/{model}): the object alone */
+	ts_buf_reset(&b);
+	assert_int_equal(openai_encode_model(&b, &mi), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	assert_string_equal(b.p, "{\"id\":\"tokstream-sim\",\"object\":"
+	    "\"model\",\"created\":1700000000,\"owned_by\":\"tokstream\"}");
+	/* a name that is not UTF-8 encodes nothing */
+	ts_buf_reset(&b);
+	{
+		static const char *const bad[] = { "\xff" };
+
+		assert_int_equal(openai_encode_models(&b, &mi, bad, 1),
+		    TS_EINVAL);
+		assert_int_equal(b.len, 0);
+	}
 	ts_buf_reset(&b);
 	mi.max_model_len = 8192;
 	mi.backend = "sim";
 	mi.chat_template = "chatml";   /* any string: it is copied */
-	assert_int_equal(openai_encode_models(&b, &mi), TS_OK);
+	assert_int_equal(openai_encode_models(&b, &mi, served, 1), TS_OK);
 	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
 	assert_string_equal(b.p, "{\"object\":\"list\",\"data\":[{\"id\":"
 	    "\"tokstream-sim\",\"object\":\"model\",\"created\":1700000000,"
@@ -974,7 +1004,7 @@ test_models(void **unused)
 	    "\"chatml\"}}]}");
 	ts_buf_reset(&b);
 	mi.backend = NULL;
-	assert_int_equal(openai_encode_models(&b, &mi), TS_OK);
+	assert_int_equal(openai_encode_models(&b, &mi, served, 1), TS_OK);
 	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
 	assert_non_null(strstr(b.p, ",\"tokstream\":{\"chat_template\":"
 	    "\"chatml\"}}]}"));
@@ -1013,6 +1043,142 @@ test_chat_prompt(void **unused)
 	ts_buf_free(&b);
 }
 
+/* ---- the Responses API ------------------------------------------------- */
+
+/* The event types and sequence numbers of a buffer of named SSE events,
+ * as "type:N type:N ..." (the data's "type" must equal the event line). */
+static void
+resp_events(const char *p, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	while ((p = strstr(p, "event: ")) != NULL) {
+		const char *nl = strchr(p, '\n'), *d;
+		json_t *o;
+		char type[64];
+
+		assert_non_null(nl);
+		snprintf(type, sizeof(type), "%.*s", (int)(nl - p - 7), p + 7);
+		assert_int_equal(strncmp(nl + 1, "data: ", 6), 0);
+		d = nl + 7;
+		o = json_loadb(d, strcspn(d, "\n"), 0, NULL);
+		assert_non_null(o);
+		assert_string_equal(json_string_value(json_object_get(o,
+		    "type")), type);
+		n += (size_t)snprintf(out + n, cap - n, "%s%s:%lld", n ? " " :
+		    "", type, (long long)json_integer_value(json_object_get(o,
+		    "sequence_number")));
+		json_decref(o);
+		p = nl;
+	}
+}
+
+static void
+resp_meta(struct openai_resp_meta *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->id = 42;
+	m->created_at = 1700000000;
+	m->model = MODEL;
+	m->model_len = strlen(MODEL);
+	m->temperature = 1;
+	m->top_p = 1;
+}
+
+static void
+test_responses_encode(void **unused)
+{
+	struct openai_resp_meta m;
+	struct openai_resp_stream st;
+	struct openai_usage usage = { 5, 2 };
+	struct ts_buf b;
+	char seq[1024];
+	json_t *o;
+
+	resp_meta(&m);
+	ts_buf_init(&b, 1u << 16);
+	/* the whole object: completed, the echo fields null */
+	assert_int_equal(openai_resp_encode(&b, &m, T("Hi"),
+	    OPENAI_FINISH_STOP, &usage), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	o = json_loads(b.p, 0, NULL);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "id")),
+	    "resp_42");
+	assert_string_equal(json_string_value(json_object_get(o, "status")),
+	    "completed");
+	assert_true(json_is_null(json_object_get(o, "incomplete_details")));
+	assert_true(json_is_null(json_object_get(o, "instructions")));
+	assert_true(json_is_null(json_object_get(o, "max_output_tokens")));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o,
+	    "usage"), "total_tokens")), 7);
+	json_decref(o);
+	/* incomplete at max_output_tokens, echoing what was asked */
+	ts_buf_reset(&b);
+	m.instructions = "be brief";
+	m.instructions_len = 8;
+	m.has_max_output = 1;
+	m.max_output_tokens = 2;
+	assert_int_equal(openai_resp_encode(&b, &m, T("Hi"),
+	    OPENAI_FINISH_LENGTH, &usage), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	assert_non_null(strstr(b.p, "\"status\":\"incomplete\","
+	    "\"error\":null,\"incomplete_details\":{\"reason\":"
+	    "\"max_output_tokens\"},\"instructions\":\"be brief\","
+	    "\"max_output_tokens\":2,"));
+	/* the stream: four events, deltas, four more, numbered 0.. */
+	ts_buf_reset(&b);
+	openai_resp_stream_init(&st, &m);
+	assert_int_equal(openai_resp_encode_start(&b, &st), TS_OK);
+	assert_int_equal(openai_resp_encode_delta(&b, &st, T("H")), TS_OK);
+	assert_int_equal(openai_resp_encode_delta(&b, &st, T("i")), TS_OK);
+	assert_int_equal(openai_resp_encode_end(&b, &st, T("Hi"),
+	    OPENAI_FINISH_STOP, &usage), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	resp_events(b.p, seq, sizeof(seq));
+	assert_string_equal(seq, "response.created:0 response.in_progress:1 "
+	    "response.output_item.added:2 response.content_part.added:3 "
+	    "response.output_text.delta:4 response.output_text.delta:5 "
+	    "response.output_text.done:6 response.content_part.done:7 "
+	    "response.output_item.done:8 response.completed:9");
+	assert_null(strstr(b.p, "[DONE]"));
+	/* an error event continues the numbering */
+	ts_buf_reset(&b);
+	{
+		struct http_error err;
+
+		http_error_set(&err, 500, "server_error", "injected_error",
+		    "boom");
+		assert_int_equal(openai_resp_encode_error(&b, &st, &err,
+		    T("H"), &usage), TS_OK);
+		assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+		assert_int_equal(strncmp(b.p, "event: error\ndata: {\"type\":"
+		    "\"error\",\"sequence_number\":10,\"code\":"
+		    "\"injected_error\",\"message\":\"boom\",\"param\":null}"
+		    "\n\n", 112), 0);
+		resp_events(b.p, seq, sizeof(seq));
+		assert_string_equal(seq, "error:10 response.failed:11");
+		assert_non_null(strstr(b.p, "\"status\":\"failed\""));
+		assert_non_null(strstr(b.p, "\"error\":{\"code\":"
+		    "\"injected_error\",\"message\":\"boom\"}"));
+	}
+	ts_buf_free(&b);
+	/* all or nothing: a full buffer appends nothing, numbers unused */
+	ts_buf_init(&b, 600);
+	openai_resp_stream_init(&st, &m);
+	assert_int_equal(openai_resp_encode_start(&b, &st), TS_ELIMIT);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(st.seq, 0);
+	ts_buf_free(&b);
+	/* text that is not UTF-8 encodes nothing */
+	ts_buf_init(&b, 4096);
+	assert_int_equal(openai_resp_encode_delta(&b, &st, T("\xff")),
+	    TS_EINVAL);
+	assert_int_equal(b.len, 0);
+	ts_buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -1030,6 +1196,7 @@ main(void)
 		cmocka_unit_test(test_stream_error),
 		cmocka_unit_test(test_encode_failures),
 		cmocka_unit_test(test_models),
+		cmocka_unit_test(test_responses_encode),
 		cmocka_unit_test(test_chat_prompt),
 	};
 

@@ -164,6 +164,31 @@ test_id_and_retry(void **unused)
 	ts_buf_free(&b);
 }
 
+/* A named event (the Responses API's): the event line, then the data
+ * lines as sse_encode_data makes them; a bad name or a full buffer
+ * appends nothing. */
+static void
+test_named_event(void **unused)
+{
+	struct ts_buf b;
+
+	ts_buf_init(&b, 4096);
+	assert_int_equal(sse_encode_event(&b, "response.created",
+	    "{\"a\":1}", 7), TS_OK);
+	assert_int_equal(sse_encode_event(&b, "x", "l1\nl2", 5), TS_OK);
+	assert_string_equal(b.p, "event: response.created\n"
+	    "data: {\"a\":1}\n\nevent: x\ndata: l1\ndata: l2\n\n");
+	assert_int_equal(sse_encode_event(&b, "", "d", 1), TS_EINVAL);
+	assert_int_equal(sse_encode_event(&b, "a\nb", "d", 1), TS_EINVAL);
+	assert_int_equal(sse_encode_event(&b, "a\rb", "d", 1), TS_EINVAL);
+	ts_buf_free(&b);
+	ts_buf_init(&b, 16);
+	assert_int_equal(sse_encode_event(&b, "name", "0123456789", 10),
+	    TS_ELIMIT);
+	assert_int_equal(b.len, 0);
+	ts_buf_free(&b);
+}
+
 static void
 test_limit_leaves_buffer_unchanged(void **unused)
 {
@@ -187,6 +212,7 @@ main(void)
 		cmocka_unit_test(test_done_comment_error),
 		cmocka_unit_test(test_multiline_data),
 		cmocka_unit_test(test_id_and_retry),
+		cmocka_unit_test(test_named_event),
 		cmocka_unit_test(test_limit_leaves_buffer_unchanged),
 	};
 

@@ -1,0 +1,307 @@
+/*
+ * openai/responses.c - the OpenAI Responses API's response object and
+ * streaming events, text output only (OpenAI API reference, "Responses").
+ * See responses.h. No I/O.
+ */
+#include "openai/responses.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/sse.h"
+
+/* Statuses of a response and of its message item. */
+#define ST_IN_PROGRESS "in_progress"
+#define ST_COMPLETED "completed"
+#define ST_INCOMPLETE "incomplete"
+
+/* o[key] = v (v's reference taken); NULL (o dropped) when either is. */
+static json_t *
+put(json_t *o, const char *key, json_t *v)
+{
+	if (o == NULL || v == NULL || json_object_set_new(o, key, v) != 0) {
+		json_decref(o);
+		json_decref(v);
+		return NULL;
+	}
+	return o;
+}
+
+static void
+ids(const struct openai_resp_meta *m, char *resp, char *msg, size_t cap)
+{
+	snprintf(resp, cap, "resp_%llu", (unsigned long long)m->id);
+	snprintf(msg, cap, "msg_%llu", (unsigned long long)m->id);
+}
+
+static const char *
+final_status(enum openai_finish f)
+{
+	return f == OPENAI_FINISH_LENGTH ? ST_INCOMPLETE : ST_COMPLETED;
+}
+
+/* {"type":"output_text","text","annotations":[],"logprobs":[]} */
+static json_t *
+text_part(const char *text, size_t len)
+{
+	return json_pack("{s:s,s:s%,s:[],s:[]}", "type", "output_text",
+	    "text", text, len, "annotations", "logprobs");
+}
+
+/* The message item; `part` (taken) its one content part, or NULL for
+ * none yet. */
+static json_t *
+message_item(const struct openai_resp_meta *m, const char *status,
+    json_t *part, int with_part)
+{
+	char resp[40], msg[40];
+	json_t *content = json_array();
+
+	ids(m, resp, msg, sizeof(msg));
+	if (with_part && (part == NULL || content == NULL)) {
+		json_decref(part);
+		json_decref(content);
+		return NULL;
+	}
+	/* json_array_append_new drops part when it fails */
+	if (with_part && json_array_append_new(content, part) != 0) {
+		json_decref(content);
+		return NULL;
+	}
+	return put(json_pack("{s:s,s:s,s:s,s:s}", "type", "message", "id",
+	    msg, "status", status, "role", "assistant"), "content", content);
+}
+
+static json_t *
+usage_json(const struct openai_usage *u)
+{
+	return json_pack("{s:I,s:{s:i},s:I,s:{s:i},s:I}", "input_tokens",
+	    (json_int_t)u->prompt_tokens, "input_tokens_details",
+	    "cached_tokens", 0, "output_tokens",
+	    (json_int_t)u->completion_tokens, "output_tokens_details",
+	    "reasoning_tokens", 0, "total_tokens",
+	    (json_int_t)u->prompt_tokens + (json_int_t)u->completion_tokens);
+}
+
+/*
+ * The response object with `status`; `output` (taken) its output array,
+ * `usage` (taken) its usage or NULL for null, `incomplete` 1 for
+ * incomplete_details {"reason":"max_output_tokens"}.
+ */
+static json_t *
+response_json(const struct openai_resp_meta *m, const char *status,
+    json_t *output, json_t *usage, int incomplete)
+{
+	char resp[40], msg[40];
+	json_t *o;
+
+	ids(m, resp, msg, sizeof(resp));
+	o = json_pack("{s:s,s:s,s:I,s:s,s:n}", "id", resp, "object",
+	    "response", "created_at", (json_int_t)m->created_at, "status",
+	    status, "error");
+	o = put(o, "incomplete_details", incomplete ? json_pack("{s:s}",
+	    "reason", "max_output_tokens") : json_null());
+	o = put(o, "instructions", m->instructions != NULL ?
+	    json_stringn(m->instructions, m->instructions_len) : json_null());
+	o = put(o, "max_output_tokens", m->has_max_output ?
+	    json_integer((json_int_t)m->max_output_tokens) : json_null());
+	o = put(o, "model", json_stringn(m->model, m->model_len));
+	o = put(o, "output", output);
+	output = NULL;
+	o = put(o, "parallel_tool_calls", json_true());
+	o = put(o, "previous_response_id", json_null());
+	o = put(o, "reasoning", json_pack("{s:n,s:n}", "effort", "summary"));
+	o = put(o, "store", json_false());
+	o = put(o, "temperature", json_real(m->temperature));
+	o = put(o, "text", json_pack("{s:{s:s}}", "format", "type", "text"));
+	o = put(o, "tool_choice", json_string("auto"));
+	o = put(o, "tools", json_array());
+	o = put(o, "top_p", json_real(m->top_p));
+	o = put(o, "truncation", json_string("disabled"));
+	o = put(o, "usage", usage != NULL ? usage : json_null());
+	usage = NULL;
+	o = put(o, "metadata", json_object());
+	json_decref(output);
+	json_decref(usage);
+	return o;
+}
+
+/* The finished response's output: the message with its whole text. */
+static json_t *
+final_output(const struct openai_resp_meta *m, const char *text, size_t len,
+    enum openai_finish f)
+{
+	json_t *item = message_item(m, final_status(f), text_part(text, len),
+	    1);
+
+	return item != NULL ? json_pack("[o]", item) : NULL;
+}
+
+/* Appends o (taken) compact, as an SSE event of o's "type" when `type`
+ * is not NULL, else bare. NULL o is TS_EINVAL. */
+static enum ts_err
+emit(struct ts_buf *b, json_t *o, const char *type)
+{
+	enum ts_err rc;
+	char *s;
+
+	if (o == NULL)
+		return TS_EINVAL;
+	s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	json_decref(o);
+	if (s == NULL)
+		return TS_ENOMEM;
+	rc = type != NULL ? sse_encode_event(b, type, s, strlen(s)) :
+	    ts_buf_append(b, s, strlen(s));
+	free(s);
+	return rc;
+}
+
+enum ts_err
+openai_resp_encode(struct ts_buf *b, const struct openai_resp_meta *m,
+    const char *text, size_t len, enum openai_finish finish,
+    const struct openai_usage *u)
+{
+	return emit(b, response_json(m, final_status(finish),
+	    final_output(m, text, len, finish), usage_json(u),
+	    finish == OPENAI_FINISH_LENGTH), NULL);
+}
+
+void
+openai_resp_stream_init(struct openai_resp_stream *s,
+    const struct openai_resp_meta *m)
+{
+	s->meta = *m;
+	s->seq = 0;
+}
+
+/* An event {"type":type,"sequence_number":N, ...fields (taken)}: the
+ * next sequence number is used only when it was appended. */
+static enum ts_err
+event(struct ts_buf *b, struct openai_resp_stream *s, const char *type,
+    json_t *fields)
+{
+	json_t *o = json_pack("{s:s,s:I}", "type", type, "sequence_number",
+	    (json_int_t)s->seq);
+	enum ts_err rc;
+
+	if (o == NULL || fields == NULL || json_object_update(o, fields) != 0) {
+		json_decref(o);
+		json_decref(fields);
+		return TS_EINVAL;
+	}
+	json_decref(fields);
+	rc = emit(b, o, type);
+	if (rc == TS_OK)
+		s->seq++;
+	return rc;
+}
+
+/* {"item_id","output_index":0,"content_index":0} and more */
+static json_t *
+at_part(const struct openai_resp_stream *s)
+{
+	char resp[40], msg[40];
+
+	ids(&s->meta, resp, msg, sizeof(msg));
+	return json_pack("{s:s,s:i,s:i}", "item_id", msg, "output_index", 0,
+	    "content_index", 0);
+}
+
+enum ts_err
+openai_resp_encode_start(struct ts_buf *b, struct openai_resp_stream *s)
+{
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	enum ts_err rc;
+
+	if ((rc = event(b, s, "response.created", put(json_object(),
+	    "response", response_json(&s->meta, ST_IN_PROGRESS, json_array(),
+	    NULL, 0)))) != TS_OK ||
+	    (rc = event(b, s, "response.in_progress", put(json_object(),
+	    "response", response_json(&s->meta, ST_IN_PROGRESS, json_array(),
+	    NULL, 0)))) != TS_OK ||
+	    (rc = event(b, s, "response.output_item.added", put(json_pack(
+	    "{s:i}", "output_index", 0), "item", message_item(&s->meta,
+	    ST_IN_PROGRESS, NULL, 0)))) != TS_OK ||
+	    (rc = event(b, s, "response.content_part.added", put(at_part(s),
+	    "part", text_part("", 0)))) != TS_OK) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}
+
+enum ts_err
+openai_resp_encode_delta(struct ts_buf *b, struct openai_resp_stream *s,
+    const char *text, size_t len)
+{
+	json_t *f = put(at_part(s), "delta", json_stringn(text, len));
+
+	return event(b, s, "response.output_text.delta", put(f, "logprobs",
+	    json_array()));
+}
+
+enum ts_err
+openai_resp_encode_end(struct ts_buf *b, struct openai_resp_stream *s,
+    const char *text, size_t len, enum openai_finish finish,
+    const struct openai_usage *u)
+{
+	const struct openai_resp_meta *m = &s->meta;
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	enum ts_err rc;
+
+	if ((rc = event(b, s, "response.output_text.done", put(put(at_part(s),
+	    "text", json_stringn(text, len)), "logprobs", json_array()))) !=
+	    TS_OK ||
+	    (rc = event(b, s, "response.content_part.done", put(at_part(s),
+	    "part", text_part(text, len)))) != TS_OK ||
+	    (rc = event(b, s, "response.output_item.done", put(json_pack(
+	    "{s:i}", "output_index", 0), "item", message_item(m,
+	    final_status(finish), text_part(text, len), 1)))) != TS_OK ||
+	    (rc = event(b, s, finish == OPENAI_FINISH_LENGTH ?
+	    "response.incomplete" : "response.completed", put(json_object(),
+	    "response", response_json(m, final_status(finish),
+	    final_output(m, text, len, finish), usage_json(u),
+	    finish == OPENAI_FINISH_LENGTH)))) != TS_OK) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}
+
+enum ts_err
+openai_resp_encode_error(struct ts_buf *b, struct openai_resp_stream *s,
+    const struct http_error *err, const char *text, size_t len,
+    const struct openai_usage *u)
+{
+	const char *msg = err->message;
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	json_t *f, *resp, *item;
+	enum ts_err rc;
+
+	f = json_pack("{s:s?,s:s}", "code", err->code, "message", msg);
+	if (f == NULL) {      /* the message quoted input that is not UTF-8 */
+		msg = "the generation failed";
+		f = json_pack("{s:s?,s:s}", "code", err->code, "message", msg);
+	}
+	rc = event(b, s, "error", put(f, "param", err->param[0] != '\0' ?
+	    json_string(err->param) : json_null()));
+	if (rc != TS_OK)
+		return rc;
+	item = message_item(&s->meta, ST_INCOMPLETE, text_part(text, len), 1);
+	resp = response_json(&s->meta, "failed", item ? json_pack("[o]",
+	    item) : NULL, usage_json(u), 0);
+	resp = put(resp, "error", json_pack("{s:s,s:s}", "code", err->code ?
+	    err->code : "server_error", "message", msg));
+	if ((rc = event(b, s, "response.failed", put(json_object(),
+	    "response", resp))) != TS_OK) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * openai/responses.h - the OpenAI Responses API's wire format for text
+ * output (OpenAI API reference, "Responses": the response object, and
+ * the streaming events response.created, response.in_progress,
+ * response.output_item.added, response.content_part.added,
+ * response.output_text.delta ... response.output_text.done,
+ * response.content_part.done, response.output_item.done, then
+ * response.completed or response.incomplete; for a failure mid-stream
+ * "error" then response.failed). Every streamed event is an SSE event with an `event:` line
+ * naming its type and a `sequence_number` counting from 0; the stream
+ * ends with the final event, without `data: [DONE]` (as OpenAI's).
+ * Parsing is parse.h's (OPENAI_RESPONSES). No I/O.
+ */
+#ifndef TS_OPENAI_RESPONSES_H
+#define TS_OPENAI_RESPONSES_H
+
+#include "openai/encode.h"
+#include "openai/openai.h"
+
+/* What a response echoes of its request, and its ids. */
+struct openai_resp_meta {
+	uint64_t id;             /* the request id: "resp_<id>", "msg_<id>" */
+	int64_t created_at;      /* unix time in seconds */
+	const char *model;       /* the served model's name (borrowed) */
+	size_t model_len;
+	const char *instructions; /* borrowed; NULL: null */
+	size_t instructions_len;
+	uint32_t max_output_tokens; /* tokens; echoed when has_max_output */
+	int has_max_output;
+	double temperature;
+	double top_p;
+};
+
+/* A streamed response's state. */
+struct openai_resp_stream {
+	struct openai_resp_meta meta;
+	uint64_t seq;            /* sequence_number of the next event */
+};
+
+/*
+ * The whole (stream false) response object for generated (text, len):
+ * {"id":"resp_<id>","object":"response","created_at","status":
+ * "completed" (finish stop) or "incomplete" (finish length, with
+ * "incomplete_details":{"reason":"max_output_tokens"}),"error":null,
+ * "instructions","max_output_tokens","model","output":[{"type":
+ * "message","id":"msg_<id>","status","role":"assistant","content":[{
+ * "type":"output_text","text","annotations":[],"logprobs":[]}]}],
+ * "parallel_tool_calls":true,"previous_response_id":null,"reasoning":{
+ * "effort":null,"summary":null},"store":false,"temperature","text":{
+ * "format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p",
+ * "truncation":"disabled","usage":{"input_tokens","input_tokens_details":
+ * {"cached_tokens":0},"output_tokens","output_tokens_details":{
+ * "reasoning_tokens":0},"total_tokens"},"metadata":{}}, usage from u
+ * (prompt_tokens are input_tokens). No trailing newline. TS_EINVAL when
+ * a string is not UTF-8; nothing is appended on error.
+ */
+enum ts_err openai_resp_encode(struct ts_buf *b,
+    const struct openai_resp_meta *m, const char *text, size_t len,
+    enum openai_finish finish, const struct openai_usage *u);
+
+/* Starts a stream's state at sequence number 0. */
+void openai_resp_stream_init(struct openai_resp_stream *s,
+    const struct openai_resp_meta *m);
+
+/*
+ * The events before the first token: response.created and
+ * response.in_progress (the response, status "in_progress", no output,
+ * usage null), response.output_item.added (the message, status
+ * "in_progress", no content) and response.content_part.added (an empty
+ * output_text). Nothing is appended on error.
+ */
+enum ts_err openai_resp_encode_start(struct ts_buf *b,
+    struct openai_resp_stream *s);
+
+/* One response.output_text.delta event of (text, len), len > 0. */
+enum ts_err openai_resp_encode_delta(struct ts_buf *b,
+    struct openai_resp_stream *s, const char *text, size_t len);
+
+/*
+ * The events after the last token, (text, len) the whole text streamed:
+ * response.output_text.done, response.content_part.done,
+ * response.output_item.done, then response.completed or
+ * response.incomplete (the whole response, as openai_resp_encode).
+ * Nothing is appended (and the sequence is unchanged) on error.
+ */
+enum ts_err openai_resp_encode_end(struct ts_buf *b,
+    struct openai_resp_stream *s, const char *text, size_t len,
+    enum openai_finish finish, const struct openai_usage *u);
+
+/*
+ * A failure after the stream started, (text, len) what was streamed: an
+ * "error" event ({"type":"error","code","message","param",
+ * "sequence_number"}), then response.failed (the response with status
+ * "failed", "error":{"code","message"}, the message item "incomplete"
+ * with the text so far, usage from u). The stream ends after it. All or
+ * nothing.
+ */
+enum ts_err openai_resp_encode_error(struct ts_buf *b,
+    struct openai_resp_stream *s, const struct http_error *err,
+    const char *text, size_t len, const struct openai_usage *u);
+
+#endif /* TS_OPENAI_RESPONSES_H */
