@@ -14,6 +14,7 @@
 
 #include "backends.h"
 #include "config.h"
+#include "server/auth.h"
 #include "server/http.h"
 #include "server/io.h"
 
@@ -40,6 +41,10 @@ options_usage(FILE *f)
 "                               this long, 0 = never (default %.0f)\n"
 "      --no-cancel              demo only: keep generating for clients that\n"
 "                               left (the failure mode tokstream avoids)\n"
+"      --api-key KEY            every /v1 request must send Authorization:\n"
+"                               Bearer KEY, else 401 (default: no key)\n"
+"      --api-key-file FILE      the same, the key in FILE's first line (out\n"
+"                               of ps)\n"
 "      --served-model-name NAME [NAME...]  the /v1 model names, the first\n"
 "                               in responses (default tokstream-sim, or the\n"
 "                               --model file's name; up to 16)\n"
@@ -122,6 +127,38 @@ options_backend_args(const struct options *o, struct backend_args *a)
 	a->max_batch = o->engine.max_num_seqs;
 }
 
+/*
+ * The key in the first line of FILE (--api-key-file: the key stays out of
+ * ps and /proc/PID/cmdline), without its line end. Exits 2 when the file
+ * cannot be read or the line is no valid key. The string lives as long
+ * as the process.
+ */
+static const char *
+api_key_from_file(const char *path)
+{
+	static char key[AUTH_MAX_KEY_BYTES + 2];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (f == NULL) {
+		fprintf(stderr, "tokstream-fcgi: --api-key-file %s: %s\n", path,
+		    strerror(errno));
+		exit(2);
+	}
+	if (fgets(key, sizeof(key), f) == NULL)
+		key[0] = '\0';
+	fclose(f);
+	n = strcspn(key, "\r\n");
+	key[n] = '\0';
+	if (auth_key_valid(key, n) != 0) {
+		fprintf(stderr, "tokstream-fcgi: --api-key-file %s: the first "
+		    "line must be the key, 1 to %d visible ASCII bytes (no "
+		    "space)\n", path, AUTH_MAX_KEY_BYTES);
+		exit(2);
+	}
+	return key;
+}
+
 /* Adds one --served-model-name; exits 2 on a bad or surplus name. */
 static void
 served_model_add(struct options *o, const char *name)
@@ -149,7 +186,8 @@ options_parse(struct options *o, int argc, char **argv)
 {
 	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS, O_SEQS,
 	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
-	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS };
+	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
+	    O_APIKEY, O_APIKEYFILE };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -173,6 +211,8 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "no-cancel", no_argument, NULL, O_NOCANCEL },
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "served-model-name", required_argument, NULL, O_SERVED },
+		{ "api-key", required_argument, NULL, O_APIKEY },
+		{ "api-key-file", required_argument, NULL, O_APIKEYFILE },
 		{ "model", required_argument, NULL, O_MODEL },
 		{ "tokenizer", required_argument, NULL, O_TOKENIZER },
 		{ "model-threads", required_argument, NULL, O_MTHREADS },
@@ -193,6 +233,7 @@ options_parse(struct options *o, int argc, char **argv)
 	o->keepalive_ms = OPTIONS_DEFAULT_KEEPALIVE_MS;
 	o->cors_origin = "*";
 	o->n_served_models = 0;
+	o->api_key = NULL;
 	o->backend = "sim";
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
@@ -281,6 +322,18 @@ options_parse(struct options *o, int argc, char **argv)
 			o->backend = optarg;
 			break;
 		case O_MODEL: o->model_path = optarg; break;
+		case O_APIKEY:
+			if (auth_key_valid(optarg, strlen(optarg)) != 0) {
+				fprintf(stderr, "tokstream-fcgi: --api-key is 1 "
+				    "to %d visible ASCII bytes (no space)\n",
+				    AUTH_MAX_KEY_BYTES);
+				exit(2);
+			}
+			o->api_key = optarg;
+			break;
+		case O_APIKEYFILE:
+			o->api_key = api_key_from_file(optarg);
+			break;
 		case O_SERVED:
 			/* vLLM's form: one option, then names until the next
 			 * option; the option may also repeat. */

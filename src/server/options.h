@@ -40,6 +40,9 @@ struct options {
 	 * backend's model name */
 	const char *served_models[OPTIONS_MAX_SERVED_MODELS];
 	int n_served_models;
+	/* --api-key / --api-key-file: the key every /v1 request must send
+	 * as "Authorization: Bearer KEY"; NULL: no key (the default) */
+	const char *api_key;
 	const char *backend;         /* "sim" or "llama" */
 	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
 	const char *tokenizer_path;  /* llama2.c tokenizer.bin */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "server/auth.h"
 #include "server/conn.h"
 #include "server/debug.h"
 #include "server/http.h"
@@ -207,6 +208,21 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 			reply_error_v1(c, &err, NULL, 0);
 		else
 			reply_error(c, &err, NULL, 0);
+		return;
+	}
+	if (srv->opt->api_key != NULL && plen >= 4 &&
+	    memcmp(uri, "/v1/", 4) == 0 && strcmp(method, "OPTIONS") != 0 &&
+	    !auth_bearer_ok(conn->ops->param(conn, "HTTP_AUTHORIZATION"),
+	    srv->opt->api_key)) {
+		/* OpenAI's answer to a missing or wrong key; a preflight
+		 * (which a browser sends without credentials) passes */
+		http_error_set(&err, 401, "invalid_request_error",
+		    "invalid_api_key", "%s: send the server's key as "
+		    "'Authorization: Bearer KEY' (--api-key)",
+		    conn_param(conn, "HTTP_AUTHORIZATION")[0] == '\0' ?
+		    "You didn't provide an API key" :
+		    "Incorrect API key provided");
+		reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n", 0);
 		return;
 	}
 	if (e == NULL) {

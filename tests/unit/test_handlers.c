@@ -29,6 +29,7 @@
 #include "common/buf.h"
 #include "engine/engine.h"
 #include "openai/openai.h"
+#include "server/auth.h"
 #include "server/conn.h"
 #include "server/http.h"
 #include "server/metrics.h"
@@ -3165,6 +3166,74 @@ test_debug_generated_queries(void **unused)
 	}
 }
 
+/* --api-key: every /v1 request needs "Authorization: Bearer KEY" (401
+ * invalid_api_key in OpenAI's shape, with WWW-Authenticate, otherwise);
+ * the lab endpoints, /health and a preflight need none. */
+static void
+test_api_key(void **unused)
+{
+	static const struct {
+		const char *method, *uri;
+		const char *auth;        /* Authorization, or NULL */
+		int status;
+	} cases[] = {
+		{ "GET", "/v1/models", NULL, 401 },
+		{ "GET", "/v1/models", "Bearer sk-right", 200 },
+		{ "GET", "/v1/models", "bearer   sk-right", 200 },
+		{ "GET", "/v1/models", "Bearer sk-wrong", 401 },
+		{ "GET", "/v1/models", "Bearer sk-righ", 401 },
+		{ "GET", "/v1/models", "Bearer sk-rightt", 401 },
+		{ "GET", "/v1/models", "Basic c2stcmlnaHQ=", 401 },
+		{ "GET", "/v1/models", "sk-right", 401 },
+		{ "GET", "/v1/models", "Bearer ", 401 },
+		{ "GET", "/v1/models/tokstream-sim", NULL, 401 },
+		{ "GET", "/v1/nope", NULL, 401 },
+		{ "POST", "/v1/chat/completions", NULL, 401 },
+		{ "OPTIONS", "/v1/chat/completions", NULL, 204 },
+		{ "GET", "/health", NULL, 200 },
+		{ "GET", "/stream?prompt=k&max_tokens=1", NULL, 200 },
+	};
+	size_t k;
+
+	(void)unused;
+	for (k = 0; k < NELEM(cases); k++) {
+		struct fake_server fs;
+		struct fake_conn fc;
+		struct response r;
+
+		server_defaults(&fs);
+		fs.opt.api_key = "sk-right";
+		server_start(&fs);
+		fake_open(&fc, &fs, cases[k].method, cases[k].uri, NULL);
+		if (cases[k].auth != NULL)
+			fake_set(&fc, "HTTP_AUTHORIZATION", cases[k].auth);
+		exchange(&fs, &fc, &r);
+		if (cases[k].status == 401) {
+			assert_error(&r, 401, "invalid_request_error",
+			    "invalid_api_key", 1);
+			assert_header(&r, "WWW-Authenticate", "Bearer");
+			assert_header(&r, "Access-Control-Allow-Origin", "*");
+		} else {
+			assert_int_equal(r.status, cases[k].status);
+		}
+		assert_int_equal(state_total_streams(fs.srv.state),
+		    cases[k].status == 200 &&
+		    strncmp(cases[k].uri, "/stream", 7) == 0);
+		fake_close(&fc);
+		server_down(&fs);
+	}
+	/* the comparison itself */
+	assert_true(auth_bearer_ok("Bearer k", "k"));
+	assert_false(auth_bearer_ok(NULL, "k"));
+	assert_false(auth_bearer_ok("", "k"));
+	assert_false(auth_bearer_ok("Bearerk", "k"));
+	assert_false(auth_bearer_ok("Bearer k ", "k"));
+	assert_int_equal(auth_key_valid("sk-1", 4), 0);
+	assert_int_equal(auth_key_valid("", 0), -1);
+	assert_int_equal(auth_key_valid("a b", 3), -1);
+	assert_int_equal(auth_key_valid("a\x01", 2), -1);
+}
+
 /* HEAD is GET without the body (RFC 9110 section 9.3.2): the same
  * status and headers; HEAD /stream starts no generation. */
 static void
@@ -3532,6 +3601,7 @@ main(void)
 		cmocka_unit_test(test_responses_as_chat),
 		cmocka_unit_test(test_responses_bad_requests),
 		cmocka_unit_test(test_head_requests),
+		cmocka_unit_test(test_api_key),
 		cmocka_unit_test(test_options_allow),
 		cmocka_unit_test(test_unknown_path_and_method),
 		cmocka_unit_test(test_preflight_and_stopping),
