@@ -39,7 +39,73 @@ struct cmd_load_run {
 	struct load_drive drive;
 	struct load_sched sched;
 	char *prompt;           /* "hello+hello+..." for the longest prompt */
+	char *v1_prompt;        /* /v1: "hello hello ..." the same */
+	char *model;            /* /v1: --model, or GET /v1/models' first */
+	char *auth;             /* /v1: "Authorization: Bearer KEY" or NULL */
 };
+
+/* The path of an endpoint. */
+static const char *
+cmd_load_path(enum load_endpoint ep)
+{
+	return ep == LOAD_EP_CHAT ? "/v1/chat/completions" :
+	    ep == LOAD_EP_COMPLETIONS ? "/v1/completions" : "/stream";
+}
+
+/*
+ * The model of a /v1 run: the first "id" of GET BASE/v1/models (OpenAI
+ * API reference, "List models"), sent with the key when there is one.
+ * Returns it (caller frees), or NULL after printing one line.
+ */
+static char *
+cmd_load_first_model(const struct cmd_load_run *run)
+{
+	const struct load_opts *o = run->rec.o;
+	struct client_body b;
+	struct curl_slist *h = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "", *url, *model = NULL;
+	json_t *root, *id;
+	CURL *c;
+	CURLcode cc;
+	long status = 0;
+
+	if ((c = curl_easy_init()) == NULL) {
+		msg_err("curl_easy_init failed");
+		return NULL;
+	}
+	memset(&b, 0, sizeof(b));
+	ts_buf_init(&b.buf, 1u << 20);
+	url = xmalloc(strlen(o->url) + 16);
+	sprintf(url, "%s/v1/models", o->url);
+	client_curl_common(c, errbuf, 10000);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	if (run->auth != NULL) {
+		h = curl_slist_append(NULL, run->auth);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	}
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, client_body_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	root = cc == CURLE_OK && status == 200 ? json_loadb(b.buf.p ?
+	    b.buf.p : "", b.buf.len, 0, NULL) : NULL;
+	id = json_object_get(json_array_get(json_object_get(root, "data"), 0),
+	    "id");
+	if (json_is_string(id))
+		model = xstrndup(json_string_value(id), json_string_length(id));
+	else if (cc != CURLE_OK)
+		msg_err("GET %s: %s; give --model NAME", url, errbuf[0] ?
+		    errbuf : curl_easy_strerror(cc));
+	else
+		msg_err("GET %s: HTTP %ld, no data[0].id in the answer; give "
+		    "--model NAME", url, status);
+	json_decref(root);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	ts_buf_free(&b.buf);
+	free(url);
+	return model;
+}
 
 /* Set by SIGINT: start no new request, let those in flight end. */
 static volatile sig_atomic_t cmd_load_interrupted;
@@ -81,9 +147,23 @@ cmd_load_make(void *ud, const struct load_plan *p)
 	if (q == NULL)
 		return NULL;
 	q->prompt_tokens = p->prompt_tokens;
-	req_set_url(q, req_stream_url(o->url, run->prompt,
-	    cmd_load_prompt_len(p->prompt_tokens), p->output_tokens,
-	    o->tpot_ms, o->prefill_ms));
+	if (o->endpoint == LOAD_EP_STREAM) {
+		req_set_url(q, req_stream_url(o->url, run->prompt,
+		    cmd_load_prompt_len(p->prompt_tokens), p->output_tokens,
+		    o->tpot_ms, o->prefill_ms));
+	} else {
+		char *url = xmalloc(strlen(o->url) + 32);
+		size_t plen = cmd_load_prompt_len(p->prompt_tokens);
+		char keep = run->v1_prompt[plen];
+
+		sprintf(url, "%s%s", o->url, cmd_load_path(o->endpoint));
+		req_set_url(q, url);
+		run->v1_prompt[plen] = '\0';
+		req_set_v1(q, o->endpoint == LOAD_EP_CHAT ? REQ_API_CHAT :
+		    REQ_API_COMPLETIONS, run->model, run->v1_prompt,
+		    p->output_tokens, o->ignore_eos, o->tpot_ms, o->prefill_ms);
+		run->v1_prompt[plen] = keep;
+	}
 	return q;
 }
 
@@ -157,8 +237,12 @@ cmd_load_end(void *ud, struct req *q)
 
 	switch (req_fate(q, &kind)) {
 	case REQ_COMPLETED:
-		load_acc_completed(&rec->acc, q->prompt_tokens,
-		    q->arrival_ms, q->ntokens, q->done_ms);
+		/* /v1: the server's own counts (the usage chunk) when it
+		 * sent them; the deltas are the arrivals either way */
+		load_acc_completed(&rec->acc, q->usage_prompt >= 0 ?
+		    q->usage_prompt : q->prompt_tokens, q->arrival_ms,
+		    q->ntokens, q->usage_completion >= 0 ?
+		    (size_t)q->usage_completion : q->ntokens, q->done_ms);
 		break;
 	case REQ_STOPPED:
 		load_acc_abandoned(&rec->acc, q->ntokens);
@@ -293,6 +377,10 @@ cmd_load_run(const struct load_opts *o)
 	for (i = 5; i < plen; i += 6)
 		memcpy(run.prompt + i, "+hello", 6);
 	run.prompt[plen] = '\0';
+	run.v1_prompt = xstrndup(run.prompt, plen);
+	for (i = 0; i < plen; i++)
+		if (run.v1_prompt[i] == '+')
+			run.v1_prompt[i] = ' ';
 	memset(&ops, 0, sizeof(ops));
 	ops.make = cmd_load_make;
 	ops.end = cmd_load_end;
@@ -310,14 +398,33 @@ cmd_load_run(const struct load_opts *o)
 
 	if (load_drive_init(&run.drive) != TS_OK)
 		goto out;
+	if (o->endpoint != LOAD_EP_STREAM) {
+		if (o->api_key != NULL) {
+			run.auth = xmalloc(strlen(o->api_key) + 32);
+			sprintf(run.auth, "Authorization: Bearer %s",
+			    o->api_key);
+		}
+		run.model = o->model != NULL ? xstrndup(o->model, strlen(o->model)) :
+		    cmd_load_first_model(&run);
+		if (run.model == NULL ||
+		    load_drive_header(&run.drive,
+		    "Content-Type: application/json") != TS_OK ||
+		    (run.auth != NULL &&
+		    load_drive_header(&run.drive, run.auth) != TS_OK))
+			goto out;
+	}
 	if (!o->quiet) {
 		if (t->rate > 0)
-			msg_err("%s/stream: open loop, Poisson %g req/s, max "
-			    "concurrency %ld (0 = none)", o->url, t->rate,
-			    t->max_concurrency);
+			msg_err("%s%s: open loop, Poisson %g req/s, max "
+			    "concurrency %ld (0 = none)%s%s", o->url,
+			    cmd_load_path(o->endpoint), t->rate,
+			    t->max_concurrency, run.model ? ", model " : "",
+			    run.model ? run.model : "");
 		else
-			msg_err("%s/stream: closed loop, concurrency %ld",
-			    o->url, t->concurrency);
+			msg_err("%s%s: closed loop, concurrency %ld%s%s",
+			    o->url, cmd_load_path(o->endpoint),
+			    t->concurrency, run.model ? ", model " : "",
+			    run.model ? run.model : "");
 	}
 	if (load_drive_run(&run.drive, &run.sched, &ops, &duration_s) !=
 	    TS_OK)
@@ -335,6 +442,9 @@ out:
 	json_decref(run.rec.abandoned_ids);
 	load_acc_free(&run.rec.acc);
 	free(run.prompt);
+	free(run.v1_prompt);
+	free(run.model);
+	free(run.auth);
 	return ret;
 }
 

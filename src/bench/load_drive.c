@@ -31,6 +31,19 @@ load_drive_init(struct load_drive *d)
 	return TS_OK;
 }
 
+enum ts_err
+load_drive_header(struct load_drive *d, const char *line)
+{
+	struct curl_slist *h = curl_slist_append(d->hdrs, line);
+
+	if (h == NULL) {
+		msg_err("cannot add a request header");
+		return TS_ENOMEM;
+	}
+	d->hdrs = h;
+	return TS_OK;
+}
+
 /* Takes q off the list of requests in flight. */
 static void
 load_drive_unlink(struct load_drive *d, struct req *q)

@@ -72,6 +72,10 @@ struct load_drive {
  * one line. Free with load_drive_free() either way. */
 enum ts_err load_drive_init(struct load_drive *d);
 
+/* Adds the header line (copied; "Name: value") to every request the
+ * driver starts from now on. TS_OK, or TS_ENOMEM after one line. */
+enum ts_err load_drive_header(struct load_drive *d, const char *line);
+
 /*
  * Runs the schedule *s to its end and until every request has ended.
  * *duration_s gets the run's duration, from its start to the end of the

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "bench/msg.h"
 #include "bench/opts.h"
 
@@ -26,9 +28,10 @@
 static const char load_opts_usage[] =
     "usage: tokbench load (--concurrency C | --rate R [--max-concurrency M])\n"
     "                     (--requests N | --duration S) [options]\n"
-    "Runs many GET /stream requests at once and prints vLLM-style serving\n"
-    "metrics (vllm bench serve): TTFT, TPOT, ITL, E2E latency (mean, median,\n"
-    "p90, p99 in ms; nearest-rank), request and token throughput, goodput.\n"
+    "Runs many GET /stream (or --endpoint /v1/...) requests at once and\n"
+    "prints vLLM-style serving metrics (vllm bench serve): TTFT, TPOT, ITL,\n"
+    "E2E latency (mean, median, p90, p99 in ms; nearest-rank), request and\n"
+    "token throughput, goodput.\n"
     "Traffic (default --concurrency 1):\n"
     "  -c, --concurrency C       closed loop: C requests always in flight\n"
     "  -r, --rate R              open loop: Poisson arrivals, R requests/s\n"
@@ -62,6 +65,18 @@ static const char load_opts_usage[] =
     "                            abandoned, not as failures or in the "
     "latencies\n"
     "      --abandon-rst         hang up with a TCP reset (SO_LINGER 0)\n"
+    "      --endpoint PATH       /stream (default: tokstream's GET endpoint)\n"
+    "                            or, for any OpenAI-compatible server,\n"
+    "                            /v1/completions or /v1/chat/completions:\n"
+    "                            a streamed POST with stream_options.\n"
+    "                            include_usage; TTFT at the first content\n"
+    "                            delta, ITL between deltas, output tokens\n"
+    "                            from the usage chunk (vllm bench serve)\n"
+    "      --model NAME          the /v1 model (default: the first id of\n"
+    "                            GET /v1/models)\n"
+    "      --api-key KEY         send Authorization: Bearer KEY (/v1)\n"
+    "      --ignore-eos          send \"ignore_eos\":true (vLLM's extension:\n"
+    "                            every request runs to its max_tokens)\n"
     "Report:\n"
     "      --goodput SPEC        SLOs in ms, e.g. \"ttft:500 tpot:50\" (keys\n"
     "                            ttft, tpot, e2el; repeatable): goodput =\n"
@@ -89,7 +104,11 @@ enum {
 	LOAD_OPT_GOODPUT,
 	LOAD_OPT_ABANDON,
 	LOAD_OPT_ABANDON_RST,
-	LOAD_OPT_JSON
+	LOAD_OPT_JSON,
+	LOAD_OPT_ENDPOINT,
+	LOAD_OPT_MODEL,
+	LOAD_OPT_API_KEY,
+	LOAD_OPT_IGNORE_EOS
 };
 
 static const struct option load_opts_longopts[] = {
@@ -109,10 +128,24 @@ static const struct option load_opts_longopts[] = {
 	OPTS_LONG_TIMEOUT,
 	OPTS_LONG_TIMING,
 	{"json", required_argument, NULL, LOAD_OPT_JSON},
+	{"endpoint", required_argument, NULL, LOAD_OPT_ENDPOINT},
+	{"model", required_argument, NULL, LOAD_OPT_MODEL},
+	{"api-key", required_argument, NULL, LOAD_OPT_API_KEY},
+	{"ignore-eos", no_argument, NULL, LOAD_OPT_IGNORE_EOS},
 	{"quiet", no_argument, NULL, LOAD_OPT_QUIET},
 	OPTS_LONG_HELP,
 	OPTS_LONG_END
 };
+
+/* True when s is UTF-8 (it goes into the JSON body). */
+static int
+load_opts_utf8(const char *s)
+{
+	json_t *j = json_string(s);
+
+	json_decref(j);
+	return j != NULL;
+}
 
 /*
  * optarg as a decimal integer in [lo, hi] (digits only, after an
@@ -237,6 +270,35 @@ load_opts_one(int c, char **argv, struct load_opts *o, const char **url,
 	case LOAD_OPT_QUIET:
 		o->quiet = 1;
 		return -1;
+	case LOAD_OPT_ENDPOINT:
+		if (strcmp(optarg, "/stream") == 0)
+			o->endpoint = LOAD_EP_STREAM;
+		else if (strcmp(optarg, "/v1/completions") == 0)
+			o->endpoint = LOAD_EP_COMPLETIONS;
+		else if (strcmp(optarg, "/v1/chat/completions") == 0)
+			o->endpoint = LOAD_EP_CHAT;
+		else
+			return msg_usage("load", "bad --endpoint '%s': want "
+			    "/stream, /v1/completions or /v1/chat/completions",
+			    optarg);
+		return -1;
+	case LOAD_OPT_MODEL:
+		if (optarg[0] == '\0' || strlen(optarg) > 256 ||
+		    !load_opts_utf8(optarg))
+			return msg_usage("load", "--model is 1 to 256 bytes of "
+			    "UTF-8");
+		o->model = optarg;
+		return -1;
+	case LOAD_OPT_API_KEY:
+		if (optarg[0] == '\0' || strpbrk(optarg, "\r\n") != NULL ||
+		    strlen(optarg) > 512)
+			return msg_usage("load", "--api-key is 1 to 512 bytes "
+			    "on one line");
+		o->api_key = optarg;
+		return -1;
+	case LOAD_OPT_IGNORE_EOS:
+		o->ignore_eos = 1;
+		return -1;
 	default:
 		return opts_bad_option("load", c, argv);
 	}
@@ -286,6 +348,10 @@ load_opts_parse(int argc, char **argv, struct load_opts *o)
 		return msg_usage("load", "--abandon K=%ld is more than the "
 		    "largest --output-tokens %ld: no request would hang up",
 		    t->abandon.after_tokens, t->output.max);
+	if (o->endpoint == LOAD_EP_STREAM && (o->model != NULL ||
+	    o->api_key != NULL || o->ignore_eos))
+		return msg_usage("load", "--model, --api-key and --ignore-eos "
+		    "are for the /v1 endpoints (--endpoint)");
 	o->url = opts_base_url(url);
 	return -1;
 }

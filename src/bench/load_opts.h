@@ -9,9 +9,20 @@
 #include "bench/load_report.h"
 #include "bench/load_sched.h"
 
+/* What the requests are sent to (--endpoint). */
+enum load_endpoint {
+	LOAD_EP_STREAM,         /* GET /stream (tokstream's lab endpoint) */
+	LOAD_EP_COMPLETIONS,    /* POST /v1/completions, streamed */
+	LOAD_EP_CHAT            /* POST /v1/chat/completions, streamed */
+};
+
 /* Settings from the command line. */
 struct load_opts {
 	char *url;              /* base URL, trailing '/' removed; owned */
+	enum load_endpoint endpoint;
+	const char *model;      /* --model; NULL: GET /v1/models' first */
+	const char *api_key;    /* --api-key (Authorization: Bearer); NULL */
+	int ignore_eos;         /* --ignore-eos: "ignore_eos":true (vLLM) */
 	struct load_traffic traffic;
 	struct load_slo slo;
 	int abandon_rst;        /* abandon with a TCP reset, not a FIN */

@@ -130,6 +130,9 @@ load_output_text(FILE *f, const struct load_run *run,
 	load_output_f(f, "Client start backlog (ms):", run->start_backlog_ms);
 	load_output_u(f, "Total input tokens:", r->prompt_tokens);
 	load_output_u(f, "Total generated tokens:", r->output_tokens);
+	if (o->endpoint != LOAD_EP_STREAM)
+		/* the cross-check of the usage chunks' counts */
+		load_output_u(f, "Total content deltas:", run->acc.deltas);
 	load_output_f(f, "Request throughput (req/s):",
 	    r->request_throughput);
 	if (load_slo_any(&o->slo))
@@ -270,6 +273,11 @@ load_output_json(const struct load_run *run, const struct load_report *r)
 	    run->acc.abandoned_tokens);
 	load_output_count(j, "total_input_tokens", r->prompt_tokens);
 	load_output_count(j, "total_output_tokens", r->output_tokens);
+	load_output_count(j, "total_token_events", run->acc.deltas);
+	json_object_set_new(j, "endpoint", json_string(
+	    o->endpoint == LOAD_EP_CHAT ? "/v1/chat/completions" :
+	    o->endpoint == LOAD_EP_COMPLETIONS ? "/v1/completions" :
+	    "/stream"));
 	load_output_count(j, "good_requests", r->good);
 	json_object_set_new(j, "request_throughput",
 	    json_real(r->request_throughput));

@@ -467,26 +467,29 @@ load_acc_free(struct load_acc *a)
 
 void
 load_acc_completed(struct load_acc *a, long prompt_tokens,
-    const double *arrival_ms, size_t ntokens, double e2e_ms)
+    const double *arrival_ms, size_t ntokens, size_t output_tokens,
+    double e2e_ms)
 {
 	double ttft = 0.0, tpot = 0.0;
 	size_t i;
 
 	a->completed++;
 	a->prompt_tokens += prompt_tokens > 0 ? (uint64_t)prompt_tokens : 0;
-	a->output_tokens += ntokens;
+	a->output_tokens += output_tokens;
+	a->deltas += ntokens;
 	if (ntokens > 0) {
 		ttft = arrival_ms[0];
 		load_samples_add(&a->ttft, ttft);
 	}
-	if (load_tpot_ms(e2e_ms, ttft, ntokens, &tpot) == TS_OK)
+	if (ntokens > 0 &&
+	    load_tpot_ms(e2e_ms, ttft, output_tokens, &tpot) == TS_OK)
 		load_samples_add(&a->tpot, tpot);
 	for (i = 1; i < ntokens; i++)
 		load_samples_add(&a->itl, arrival_ms[i] - arrival_ms[i - 1]);
 	if (ntokens > 1)
 		load_samples_add(&a->itl1, arrival_ms[1] - arrival_ms[0]);
 	load_samples_add(&a->e2el, e2e_ms);
-	if (load_slo_met(&a->slo, ntokens, ttft, tpot, e2e_ms))
+	if (load_slo_met(&a->slo, output_tokens, ttft, tpot, e2e_ms))
 		a->good++;
 }
 

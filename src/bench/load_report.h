@@ -215,7 +215,9 @@ struct load_acc {
 	size_t completed, abandoned, failed, good;
 	size_t fail[LOAD_FAIL_COUNT];
 	uint64_t prompt_tokens;         /* of completed requests, as planned */
-	uint64_t output_tokens;         /* token events of completed ones */
+	uint64_t output_tokens;         /* tokens generated, completed ones */
+	uint64_t deltas;                /* their token events (/v1: content
+					 * deltas; /stream: output_tokens) */
 	uint64_t abandoned_tokens;      /* token events read by abandoned */
 	struct load_samples ttft, tpot, itl, e2el;
 	struct load_samples itl1;       /* token 1 -> token 2, a request */
@@ -226,15 +228,19 @@ void load_acc_free(struct load_acc *a);
 
 /*
  * Adds a completed request: arrival_ms[0..ntokens) are its token events'
- * arrival times and e2e_ms its end, both in ms since its start (arrival
- * times ascending). Adds its TTFT (when ntokens > 0), TPOT (ntokens > 1),
- * ntokens - 1 ITL gaps, its first gap (token 1 to 2, when ntokens > 1:
- * where a scheduler that adds a step after the prefill shows) and E2E,
- * and counts it good against the SLOs.
+ * arrival times (a /v1 stream's content deltas) and e2e_ms its end, both
+ * in ms since its start (arrival times ascending); output_tokens the
+ * tokens it generated (ntokens for /stream; the usage chunk's
+ * completion_tokens for /v1, as vllm bench serve counts). Adds its TTFT
+ * (when ntokens > 0), TPOT ((E2E - TTFT) / (output_tokens - 1), when
+ * output_tokens > 1), ntokens - 1 ITL gaps, its first gap (token 1 to
+ * 2, when ntokens > 1: where a scheduler that adds a step after the
+ * prefill shows) and E2E, and counts it good against the SLOs.
  * `arrival_ms` is borrowed for the call.
  */
 void load_acc_completed(struct load_acc *a, long prompt_tokens,
-    const double *arrival_ms, size_t ntokens, double e2e_ms);
+    const double *arrival_ms, size_t ntokens, size_t output_tokens,
+    double e2e_ms);
 
 /* Counts an abandoned request that had read `ntokens` token events. */
 void load_acc_abandoned(struct load_acc *a, size_t ntokens);

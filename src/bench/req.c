@@ -53,6 +53,63 @@ req_log(struct req *q, enum req_kind kind, const char *text, size_t len)
 	e->len = len;
 }
 
+/* A token event: logged, time-stamped with its chunk's arrival; the
+ * stop_after-th one hangs up (TS_EHUP). */
+static enum ts_err
+req_token(struct req *q, const struct sse_event *ev)
+{
+	req_log(q, REQ_TOKEN, ev->data, ev->data_len);
+	if (q->ntokens == q->arrival_cap) {
+		q->arrival_cap = q->arrival_cap ? q->arrival_cap * 2 : 64;
+		q->arrival_ms = xrealloc(q->arrival_ms,
+		    q->arrival_cap * sizeof(*q->arrival_ms));
+	}
+	q->arrival_ms[q->ntokens++] = q->chunk_ms;
+	if (q->stop_after != 0 && q->ntokens == q->stop_after) {
+		q->stopped = 1;
+		return TS_EHUP;
+	}
+	return TS_OK;
+}
+
+/*
+ * A /v1 stream's chunk (OpenAI API reference, the chunk objects): a
+ * non-empty choices[0].delta.content (chat) or choices[0].text
+ * (completions) is a token arrival; a "usage" object is kept (the usage
+ * chunk's choices are empty). A chunk without a "choices" array is a
+ * protocol violation (TS_EINVAL). The first stop_after-th token hangs
+ * up (TS_EHUP).
+ */
+static enum ts_err
+req_v1_chunk(struct req *q, json_t *root, const struct sse_event *ev)
+{
+	json_t *choices = json_object_get(root, "choices"), *c, *t, *u;
+
+	if (!json_is_array(choices)) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		req_violation(q, "chunk %zu has no \"choices\" array",
+		    q->ntokens + 1);
+		return TS_EINVAL;
+	}
+	u = json_object_get(root, "usage");
+	if (json_is_object(u)) {
+		t = json_object_get(u, "completion_tokens");
+		if (json_is_integer(t))
+			q->usage_completion = (long)json_integer_value(t);
+		t = json_object_get(u, "prompt_tokens");
+		if (json_is_integer(t))
+			q->usage_prompt = (long)json_integer_value(t);
+	}
+	c = json_array_get(choices, 0);
+	t = q->api == REQ_API_CHAT ? json_object_get(json_object_get(c,
+	    "delta"), "content") : json_object_get(c, "text");
+	if (!json_is_string(t) || json_string_length(t) == 0) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		return TS_OK;
+	}
+	return req_token(q, ev);
+}
+
 /*
  * SSE event callback. Events of a type other than "message" are not
  * tokstream's (WHATWG clients skip them); data: [DONE] ends the stream;
@@ -90,6 +147,13 @@ req_on_event(void *ud, const struct sse_event *ev)
 		return TS_EINVAL;
 	}
 	root = json_loadb(ev->data, ev->data_len, JSON_ALLOW_NUL, &jerr);
+	if (root != NULL && q->api != REQ_API_LAB &&
+	    json_object_get(root, "error") == NULL) {
+		enum ts_err rc = req_v1_chunk(q, root, ev);
+
+		json_decref(root);
+		return rc;
+	}
 	if (root == NULL) {
 		req_log(q, REQ_OTHER, ev->data, ev->data_len);
 		txt = text_sanitize(ev->data, ev->data_len);
@@ -117,18 +181,7 @@ req_on_event(void *ud, const struct sse_event *ev)
 		return TS_EINVAL;
 	}
 	json_decref(root);
-	req_log(q, REQ_TOKEN, ev->data, ev->data_len);
-	if (q->ntokens == q->arrival_cap) {
-		q->arrival_cap = q->arrival_cap ? q->arrival_cap * 2 : 64;
-		q->arrival_ms = xrealloc(q->arrival_ms,
-		    q->arrival_cap * sizeof(*q->arrival_ms));
-	}
-	q->arrival_ms[q->ntokens++] = q->chunk_ms;
-	if (q->stop_after != 0 && q->ntokens == q->stop_after) {
-		q->stopped = 1;
-		return TS_EHUP;
-	}
-	return TS_OK;
+	return req_token(q, ev);
 }
 
 /* SSE comment callback: counted, and logged. */
@@ -217,6 +270,7 @@ req_new(long timeout_ms, size_t stop_after, int rst, int keep_log)
 	q->stop_after = stop_after;
 	q->keep_log = keep_log;
 	q->done_ms = -1.0;
+	q->usage_prompt = q->usage_completion = -1;
 	ts_buf_init(&q->body.buf, REQ_BODY_MAX);
 	sse_parser_init(&q->parser, req_on_event, req_on_comment, q);
 	if ((q->curl = curl_easy_init()) == NULL) {
@@ -259,6 +313,36 @@ req_set_url(struct req *q, char *url)
 	free(q->url);
 	q->url = url;
 	curl_easy_setopt(q->curl, CURLOPT_URL, url);
+}
+
+void
+req_set_v1(struct req *q, enum req_api api, const char *model,
+    const char *prompt, long max_tokens, int ignore_eos, long tpot_ms,
+    long prefill_ms)
+{
+	json_t *o = json_pack("{s:s,s:I,s:b,s:{s:b}}", "model", model,
+	    "max_tokens", (json_int_t)max_tokens, "stream", 1,
+	    "stream_options", "include_usage", 1);
+
+	if (api == REQ_API_CHAT)
+		json_object_set_new(o, "messages", json_pack("[{s:s,s:s}]",
+		    "role", "user", "content", prompt));
+	else
+		json_object_set_new(o, "prompt", json_string(prompt));
+	if (ignore_eos)
+		json_object_set_new(o, "ignore_eos", json_true());
+	if (tpot_ms >= 0)
+		json_object_set_new(o, "tpot_ms", json_integer(tpot_ms));
+	if (prefill_ms >= 0)
+		json_object_set_new(o, "prefill_ms", json_integer(prefill_ms));
+	free(q->post);
+	q->post = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (q->post == NULL)
+		abort();        /* only allocation fails here: ASCII args */
+	q->api = api;
+	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDS, q->post);
+	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(q->post));
 }
 
 void
@@ -329,5 +413,6 @@ req_free(struct req *q)
 		free(q->log[i].text);
 	free(q->log);
 	free(q->url);
+	free(q->post);
 	free(q);
 }

@@ -49,11 +49,21 @@ struct req_logent {
 	size_t len;
 };
 
-/* One /stream request; create it with req_new(). */
+/* What a request's events are: tokstream's lab stream, or an OpenAI
+ * API stream (req_set_v1()). */
+enum req_api {
+	REQ_API_LAB,            /* data: {"token":...} ... data: [DONE] */
+	REQ_API_COMPLETIONS,    /* text_completion chunks, choices[0].text */
+	REQ_API_CHAT            /* chat.completion.chunk, delta.content */
+};
+
+/* One /stream (or /v1) request; create it with req_new(). */
 struct req {
 	/* settings */
 	CURL *curl;             /* NULL once the request has ended */
 	char *url;              /* owned; see req_set_url() */
+	enum req_api api;
+	char *post;             /* a /v1 request's JSON body; owned */
 	size_t stop_after;      /* hang up after this many tokens; 0 never */
 	int keep_log;           /* fill log[] */
 	long prompt_tokens;     /* the owner's plan, for its report */
@@ -69,8 +79,13 @@ struct req {
 	char request_id[REQ_ID_MAX + 1];
 	size_t request_id_len;
 	int request_id_bad;     /* too long, empty or has control bytes */
-	double *arrival_ms;     /* token i's arrival */
+	double *arrival_ms;     /* token i's arrival: a /v1 stream's i-th
+				 * content delta (a chunk with non-empty
+				 * text; role-only and finish chunks are
+				 * not tokens) */
 	size_t ntokens, arrival_cap;
+	long usage_prompt;      /* /v1: the usage chunk's prompt_tokens and */
+	long usage_completion;  /* completion_tokens; -1 without one */
 	size_t ncomments;
 	int done;               /* saw data: [DONE] */
 	double done_ms;         /* its arrival; -1 if none */
@@ -110,6 +125,19 @@ char *req_stream_url(const char *base, const char *prompt,
 
 /* Sets the URL of the request; takes ownership of `url` (freed with q). */
 void req_set_url(struct req *q, char *url);
+
+/*
+ * Makes q a streamed POST to an OpenAI endpoint (OpenAI API reference:
+ * completions or chat completions, stream true, stream_options.
+ * include_usage): the body {"model","prompt" or "messages":[{"role":
+ * "user","content"}],"max_tokens","stream":true,"stream_options":
+ * {"include_usage":true}} plus "ignore_eos":true when asked and tpot_ms /
+ * prefill_ms (tokstream's extensions) when >= 0. The caller sets the
+ * URL (BASE/v1/...) and the shared headers (Content-Type, Authorization).
+ */
+void req_set_v1(struct req *q, enum req_api api, const char *model,
+    const char *prompt, long max_tokens, int ignore_eos, long tpot_ms,
+    long prefill_ms);
 
 /*
  * Records the end of the transfer, with libcurl's result cc: e2e_ms, the

@@ -110,9 +110,9 @@ test_acc_report(void **state)
 
 	(void)state;
 	load_acc_init(&acc, NULL);
-	load_acc_completed(&acc, 10, a, NELEM(a), 120);
-	load_acc_completed(&acc, 10, b, NELEM(b), 105);
-	load_acc_completed(&acc, 10, NULL, 0, 30);
+	load_acc_completed(&acc, 10, a, NELEM(a), NELEM(a), 120);
+	load_acc_completed(&acc, 10, b, NELEM(b), NELEM(b), 105);
+	load_acc_completed(&acc, 10, NULL, 0, 0, 30);
 	load_acc_abandoned(&acc, 5);
 	load_acc_failed(&acc, LOAD_FAIL_HTTP_429);
 	load_acc_failed(&acc, LOAD_FAIL_TRUNCATED);
@@ -151,11 +151,38 @@ test_acc_report(void **state)
 
 	/* a zero duration gives zero rates, not a division by zero */
 	load_acc_init(&acc, NULL);
-	load_acc_completed(&acc, 1, b, NELEM(b), 105);
+	load_acc_completed(&acc, 1, b, NELEM(b), NELEM(b), 105);
 	assert_int_equal(load_report_compute(&acc, 0.0, &r), TS_OK);
 	assert_true(r.request_throughput == 0 && r.output_throughput == 0);
 	load_acc_free(&acc);
 	load_acc_free(NULL);
+}
+
+/*
+ * A /v1 request whose usage chunk says 5 output tokens came as 3 content
+ * deltas (several tokens in one delta, or an EOS without text): its
+ * output counts 5, TPOT divides by 4, the ITL has the 2 gaps between
+ * deltas (vllm bench serve's definitions).
+ */
+static void
+test_acc_usage_tokens(void **state)
+{
+	static const double a[] = {40, 60, 100};
+	struct load_acc acc;
+	struct load_report r;
+
+	(void)state;
+	load_acc_init(&acc, NULL);
+	load_acc_completed(&acc, 21, a, NELEM(a), 5, 120);
+	assert_int_equal(load_report_compute(&acc, 1.0, &r), TS_OK);
+	assert_int_equal(r.output_tokens, 5);
+	assert_int_equal(acc.deltas, 3);
+	assert_int_equal(r.prompt_tokens, 21);
+	check_near("ttft", r.ttft.mean, 40, 0);
+	check_near("tpot", r.tpot.mean, (120.0 - 40) / 4, 1e-12);
+	assert_int_equal(r.itl.n, 2);
+	check_near("itl max", r.itl.max, 40, 1e-12);
+	load_acc_free(&acc);
 }
 
 static void
@@ -217,10 +244,12 @@ test_goodput_count(void **state)
 	    TS_OK);
 	assert_true(load_slo_any(&slo));
 	load_acc_init(&acc, &slo);
-	load_acc_completed(&acc, 1, fast, NELEM(fast), 90);
-	load_acc_completed(&acc, 1, slow_first, NELEM(slow_first), 90);
-	load_acc_completed(&acc, 1, slow_rhythm, NELEM(slow_rhythm), 110);
-	load_acc_completed(&acc, 1, one, NELEM(one), 56);
+	load_acc_completed(&acc, 1, fast, NELEM(fast), NELEM(fast), 90);
+	load_acc_completed(&acc, 1, slow_first, NELEM(slow_first),
+	    NELEM(slow_first), 90);
+	load_acc_completed(&acc, 1, slow_rhythm, NELEM(slow_rhythm),
+	    NELEM(slow_rhythm), 110);
+	load_acc_completed(&acc, 1, one, NELEM(one), NELEM(one), 56);
 	load_acc_abandoned(&acc, 2);    /* never good, never counted */
 	load_acc_failed(&acc, LOAD_FAIL_TIMEOUT);
 	assert_int_equal(load_report_compute(&acc, 4.0, &r), TS_OK);
@@ -574,6 +603,7 @@ main(void)
 		cmocka_unit_test(test_metric_edge),
 		cmocka_unit_test(test_tpot_definition),
 		cmocka_unit_test(test_acc_report),
+		cmocka_unit_test(test_acc_usage_tokens),
 		cmocka_unit_test(test_slo_met_table),
 		cmocka_unit_test(test_goodput_count),
 		cmocka_unit_test(test_parse_goodput_valid),

@@ -1,0 +1,131 @@
+#!/usr/bin/env bats
+# tokbench load against OpenAI-compatible servers (--endpoint /v1/...):
+# tokstream's own /v1 endpoints give the numbers of its /stream run; a
+# tiny OpenAI-style server that is not tokstream (tests/node/openai-mini.mjs:
+# a role-only first chunk, deltas of two tokens, a usage chunk, a key)
+# shows TTFT at the first content delta, output tokens from the usage
+# chunk, the model from GET /v1/models and --api-key.
+
+load helpers
+
+setup_file() {
+	ts_start --tpot-ms 20 --keepalive-ms 200 --max-num-seqs 128 \
+		--prefill-base-ms 0 --prefill-per-token-ms 0
+}
+
+teardown_file() {
+	ts_stop
+}
+
+teardown() {
+	[ -n "${MINI_PID:-}" ] && kill "$MINI_PID" 2>/dev/null || true
+}
+
+# jqt FILE EXPR: the JSON report must satisfy EXPR (prints it if not).
+jqt() {
+	if ! jq -e "$2" "$1" >/dev/null; then
+		echo "not true: $2" >&2
+		jq -c . "$1" >&2
+		return 1
+	fi
+}
+
+# start_mini [KEY]: the tiny server on a free port; sets MINI
+start_mini() {
+	local p i
+	p=$(free_port)
+	node "$TS_SRCDIR/tests/node/openai-mini.mjs" "$p" "$@" 2>/dev/null &
+	MINI_PID=$!
+	MINI=http://127.0.0.1:$p
+	for i in $(seq 1 50); do
+		curl -s -o /dev/null "$MINI/v1/models" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+@test "tokbench load --endpoint /v1/chat/completions -c 50 -n 200 against tokstream: TTFT, TPOT, ITL, E2E and goodput, the numbers of the /stream run" {
+	d=$BATS_TEST_TMPDIR
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/chat/completions \
+		--concurrency 50 --requests 200 --output-tokens 20 --ignore-eos \
+		--goodput "ttft:500 tpot:50" --json "$d/v1.json" --quiet
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for k in "Mean TTFT (ms):" "Median TPOT (ms):" "P99 ITL (ms):" \
+		"Median E2EL (ms):" "Request goodput (req/s):" "Total content deltas:"; do
+		[[ $output == *"$k"* ]]
+	done
+	"$TOKBENCH" load --url "$BASE" --concurrency 50 --requests 200 \
+		--output-tokens 20 --goodput "ttft:500 tpot:50" \
+		--json "$d/st.json" --quiet >/dev/null
+	jqt "$d/v1.json" '.completed == 200 and .failed == 0 and
+		.total_output_tokens == 4000 and .total_token_events == 4000 and
+		.endpoint == "/v1/chat/completions" and .good_requests == 200'
+	# input tokens: the usage chunks' (the chat template's), not the plan
+	jqt "$d/v1.json" '.total_input_tokens > 200 * 32'
+	jqt "$d/st.json" '.completed == 200 and .total_output_tokens == 4000'
+	# the same pacing: TPOT and ITL within 2 ms of each other (and of the
+	# 20 ms TPOT), TTFT within 15 ms
+	jq -n -e --slurpfile a "$d/v1.json" --slurpfile b "$d/st.json" '
+		($a[0]) as $v | ($b[0]) as $s |
+		(($v.median_tpot_ms - $s.median_tpot_ms) | fabs) < 2 and
+		(($v.median_itl_ms - $s.median_itl_ms) | fabs) < 2 and
+		(($v.median_itl_ms - 20) | fabs) < 2 and
+		(($v.median_ttft_ms - $s.median_ttft_ms) | fabs) < 15'
+	# and /v1/completions
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/completions \
+		--concurrency 10 --requests 20 --output-tokens 10 --ignore-eos \
+		--prompt-tokens 8 --json "$d/c.json" --quiet
+	[ "$status" -eq 0 ]
+	jqt "$d/c.json" '.completed == 20 and .total_output_tokens == 200 and
+		.total_input_tokens == 160'
+}
+
+@test "against another OpenAI-style server: the model from GET /v1/models, TTFT at the first content delta (not the role chunk), output tokens from the usage chunk, deltas as the cross-check" {
+	need_node
+	start_mini
+	d=$BATS_TEST_TMPDIR
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
+		--concurrency 5 --requests 10 --output-tokens 10 \
+		--json "$d/m.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"model mini-model"* ]]
+	# 10 tokens as 8 deltas (every third carries two); usage says 10
+	jqt "$d/m.json" '.completed == 10 and .total_output_tokens == 100 and
+		.total_token_events == 80 and .total_input_tokens == 70'
+	# the role chunk comes at once, the first content at 100 ms
+	jqt "$d/m.json" '.median_ttft_ms >= 99 and .median_ttft_ms < 180'
+	jqt "$d/m.json" '.count_itl == 70 and (.median_itl_ms - 20 | fabs) < 5'
+	# TPOT divides by the usage count: (E2E - TTFT) / 9, with the last
+	# delta at 100 + 7 x 20 ms
+	jqt "$d/m.json" '.median_tpot_ms > 14 and .median_tpot_ms < 22'
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/completions \
+		--requests 3 --output-tokens 4 --json "$d/c.json" --quiet
+	[ "$status" -eq 0 ]
+	jqt "$d/c.json" '.completed == 3 and .total_output_tokens == 12 and
+		.total_token_events == 9'
+}
+
+@test "--api-key: sent as Authorization: Bearer; a wrong key is a 401 failure with the server's message; a /v1 flag without --endpoint is a usage error" {
+	need_node
+	start_mini sk-mini-key
+	d=$BATS_TEST_TMPDIR
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
+		--api-key sk-mini-key --requests 2 --output-tokens 3 --json "$d/k.json" --quiet
+	[ "$status" -eq 0 ]
+	jqt "$d/k.json" '.completed == 2'
+	# no key: the model lookup itself is refused, with a way out
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions --requests 1
+	[ "$status" -ne 0 ]
+	[[ $output == *"HTTP 401"*"--model"* ]]
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
+		--model mini-model --api-key wrong --requests 2 --json "$d/w.json" --quiet
+	jqt "$d/w.json" '.completed == 0 and .failed == 2 and .failures.http_other == 2'
+	[[ $(jq -r '.failure_examples.http_other' "$d/w.json") == *"HTTP 401"*"invalid_api_key"* ]]
+	run "$TOKBENCH" load --url "$BASE" --api-key x --requests 1
+	[ "$status" -eq 2 ]
+	[[ $output == *"--endpoint"* ]]
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/embeddings --requests 1
+	[ "$status" -eq 2 ]
+}
