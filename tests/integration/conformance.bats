@@ -16,6 +16,13 @@ teardown_file() {
 	ts_stop
 }
 
+teardown() {
+	if [ -n "${RUNDIR2:-}" ]; then
+		TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 "$CTL" stop \
+			>/dev/null 2>&1 || true
+	fi
+}
+
 # raw REQUEST: sends the bytes (printf escapes) to the server's port and
 # prints the answer (python3 is in Debian's base: no nc needed)
 raw() {
@@ -203,4 +210,30 @@ EOF
 	raw "GET http://127.0.0.1:$PORT/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" >"$d/r"
 	head -n 1 "$d/r" | grep -q '^HTTP/1.1 400'
 	tr -d '\r' <"$d/r" | sed '1,/^$/d' | jq -e '.error.code == "bad_http_request" and .error.param == null'
+}
+
+@test "lighttpd's own errors carry the responder's CORS origin too (a 503 while the responder is down), once, and never on /metrics" {
+	RUNDIR2=$(mktemp -d "$BATS_FILE_TMPDIR/ts2.XXXXXX")
+	PORT2=$(free_port)
+	TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 \
+		TOKSTREAM_BINDIR=$TS_BUILDDIR/src TOKSTREAM_SITECONF=$TS_SRCDIR/etc/tokstream-site.conf \
+		TOKSTREAM_FCGI_ARGS="--cors-origin=https://ui.example" "$CTL" start
+	B2=http://127.0.0.1:$PORT2
+	d=$BATS_TEST_TMPDIR
+	curl -sS -D "$d/h" -o /dev/null "$B2/stream?prompt=c&max_tokens=1"
+	[ "$(grep -ci '^access-control-allow-origin: https://ui.example' "$d/h")" -eq 1 ]
+	# the responder down (its supervisor first, or it brings it back)
+	kill "$(cat "$RUNDIR2/supervisor.pid")"
+	kill "$(head -n 1 "$RUNDIR2/tokstream-fcgi.pid")"
+	for i in $(seq 1 50); do
+		code=$(curl -sS -o "$d/e" -D "$d/h" -w '%{http_code}' "$B2/v1/models")
+		[ "$code" = 503 ] && break
+		sleep 0.1
+	done
+	[ "$code" = 503 ]
+	jq -e '.error.code == "backend_unavailable"' "$d/e"
+	[ "$(grep -ci '^access-control-allow-origin: https://ui.example' "$d/h")" -eq 1 ]
+	curl -sS -D "$d/h" -o /dev/null "$B2/metrics"
+	! grep -qi '^access-control-allow-origin' "$d/h" || false
+	TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 "$CTL" stop
 }
