@@ -77,9 +77,9 @@ message_item(const struct openai_resp_meta *m, const char *status,
 static json_t *
 usage_json(const struct openai_usage *u)
 {
-	return json_pack("{s:I,s:{s:i},s:I,s:{s:i},s:I}", "input_tokens",
+	return json_pack("{s:I,s:{s:i,s:i},s:I,s:{s:i},s:I}", "input_tokens",
 	    (json_int_t)u->prompt_tokens, "input_tokens_details",
-	    "cached_tokens", 0, "output_tokens",
+	    "cached_tokens", 0, "cache_write_tokens", 0, "output_tokens",
 	    (json_int_t)u->completion_tokens, "output_tokens_details",
 	    "reasoning_tokens", 0, "total_tokens",
 	    (json_int_t)u->prompt_tokens + (json_int_t)u->completion_tokens);
@@ -296,8 +296,11 @@ openai_resp_encode_error(struct ts_buf *b, struct openai_resp_stream *s,
 	item = message_item(&s->meta, ST_INCOMPLETE, text_part(text, len), 1);
 	resp = response_json(&s->meta, "failed", item ? json_pack("[o]",
 	    item) : NULL, usage_json(u), 0);
-	resp = put(resp, "error", json_pack("{s:s,s:s}", "code", err->code ?
-	    err->code : "server_error", "message", msg));
+	/* the response's error code is one of OpenAI's ResponseErrorCode
+	 * values: ours are server errors; the error event above has the
+	 * precise code */
+	resp = put(resp, "error", json_pack("{s:s,s:s}", "code",
+	    "server_error", "message", msg));
 	if ((rc = event(b, s, "response.failed", put(json_object(),
 	    "response", resp))) != TS_OK) {
 		b->len = start;

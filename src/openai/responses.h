@@ -49,7 +49,8 @@ struct openai_resp_stream {
  * "effort":null,"summary":null},"store":false,"temperature","text":{
  * "format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p",
  * "truncation":"disabled","usage":{"input_tokens","input_tokens_details":
- * {"cached_tokens":0},"output_tokens","output_tokens_details":{
+ * {"cached_tokens":0,"cache_write_tokens":0},"output_tokens",
+ * "output_tokens_details":{
  * "reasoning_tokens":0},"total_tokens"},"metadata":{}}, usage from u
  * (prompt_tokens are input_tokens). No trailing newline. TS_EINVAL when
  * a string is not UTF-8; nothing is appended on error.
@@ -91,7 +92,8 @@ enum ts_err openai_resp_encode_end(struct ts_buf *b,
  * A failure after the stream started, (text, len) what was streamed: an
  * "error" event ({"type":"error","code","message","param",
  * "sequence_number"}), then response.failed (the response with status
- * "failed", "error":{"code","message"}, the message item "incomplete"
+ * "failed", "error":{"code":"server_error","message"} (the code one of
+ * OpenAI's ResponseErrorCode values), the message item "incomplete"
  * with the text so far, usage from u). The stream ends after it. All or
  * nothing.
  */

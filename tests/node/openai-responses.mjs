@@ -161,7 +161,7 @@ async function main() {
 				failed = ev.response;
 		}
 		check(err?.code === 'injected_error' && failed?.status ===
-		    'failed' && failed?.error?.code === 'injected_error' &&
+		    'failed' && failed?.error?.code === 'server_error' &&
 		    types.at(-1) === 'response.failed' && text.length > 0,
 		    `stream error: ${show(types)} ${show(err)}`);
 	}

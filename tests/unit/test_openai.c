@@ -1161,7 +1161,7 @@ test_responses_encode(void **unused)
 		assert_string_equal(seq, "error:10 response.failed:11");
 		assert_non_null(strstr(b.p, "\"status\":\"failed\""));
 		assert_non_null(strstr(b.p, "\"error\":{\"code\":"
-		    "\"injected_error\",\"message\":\"boom\"}"));
+		    "\"server_error\",\"message\":\"boom\"}"));
 	}
 	ts_buf_free(&b);
 	/* all or nothing: a full buffer appends nothing, numbers unused */
