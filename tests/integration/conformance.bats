@@ -233,7 +233,9 @@ EOF
 	[ "$code" = 503 ]
 	jq -e '.error.code == "backend_unavailable"' "$d/e"
 	[ "$(grep -ci '^access-control-allow-origin: https://ui.example' "$d/h")" -eq 1 ]
-	curl -sS -D "$d/h" -o /dev/null "$B2/metrics"
-	! grep -qi '^access-control-allow-origin' "$d/h" || false
+	for p in /metrics /_debug/generated "/_debug/generated?id=1"; do
+		curl -sS -D "$d/h" -o /dev/null "$B2$p"
+		! grep -qi '^access-control-allow-origin' "$d/h" || false
+	done
 	TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 "$CTL" stop
 }
