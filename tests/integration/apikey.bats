@@ -114,3 +114,27 @@ CHAT='{"model":"tokstream-sim","max_tokens":3,"messages":[{"role":"user","conten
 	[ "$status" -eq 0 ]
 	[[ $output != *warning* ]]
 }
+
+@test "tokstream-ctl refuses, before it stops anything, a key file it cannot read and a TOKSTREAM_BIND that is no IPv4 address" {
+	RUNDIR2=$(mktemp -d "$BATS_FILE_TMPDIR/ts2.XXXXXX")
+	PORT2=$(free_port)
+	env TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 \
+		TOKSTREAM_BINDIR=$TS_BUILDDIR/src TOKSTREAM_SITECONF=$TS_SRCDIR/etc/tokstream-site.conf \
+		"$CTL" start
+	# (as a user the responder drops to, the same check is "USER cannot
+	# read the --api-key-file": docs/OPERATIONS.md)
+	run env TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 \
+		TOKSTREAM_BINDIR=$TS_BUILDDIR/src TOKSTREAM_SITECONF=$TS_SRCDIR/etc/tokstream-site.conf \
+		TOKSTREAM_FCGI_ARGS="--api-key-file $BATS_TEST_TMPDIR/no-such-key" "$CTL" restart
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"read the --api-key-file $BATS_TEST_TMPDIR/no-such-key"* ]]
+	# the running server was not stopped
+	[ "$(curl -sS "http://127.0.0.1:$PORT2/health" | jq -r .status)" = ok ]
+	run env TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 TOKSTREAM_BIND='0.0.0.0;x' \
+		TOKSTREAM_BINDIR=$TS_BUILDDIR/src TOKSTREAM_SITECONF=$TS_SRCDIR/etc/tokstream-site.conf \
+		"$CTL" restart
+	[ "$status" -ne 0 ]
+	[[ $output == *"TOKSTREAM_BIND=0.0.0.0;x: want an IPv4 address"* ]]
+	[ "$(curl -sS "http://127.0.0.1:$PORT2/health" | jq -r .status)" = ok ]
+}
