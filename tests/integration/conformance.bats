@@ -24,24 +24,13 @@ teardown() {
 }
 
 # raw REQUEST: sends the bytes (printf escapes) to the server's port and
-# prints the answer (python3 is in Debian's base: no nc needed)
+# prints the answer (bash's /dev/tcp: no nc in a fresh Debian)
 raw() {
-	python3 - "$PORT" "$1" <<'EOF'
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(sys.argv[2].encode().decode("unicode_escape").encode("latin-1"))
-s.settimeout(5)
-out = b""
-try:
-    while True:
-        d = s.recv(65536)
-        if not d:
-            break
-        out += d
-except OSError:
-    pass
-sys.stdout.write(out.decode("latin-1"))
-EOF
+	exec 9<>"/dev/tcp/127.0.0.1/$PORT"
+	# shellcheck disable=SC2059
+	printf "$1" >&9
+	timeout 5 cat <&9 || true
+	exec 9<&-
 }
 
 @test "HEAD on every GET endpoint: the GET's status and headers, no body; HEAD /stream generates nothing" {
@@ -154,17 +143,13 @@ EOF
 	for i in 1 2 3; do
 		[ "$(header_of "$d/h$i" Content-Type)" = 'text/event-stream; charset=utf-8' ]
 	done
-	# what Python's requests does with that header: decode as UTF-8
-	python3 - "$d/s1" "$d/h1" <<'EOF'
-import json, sys
-raw = open(sys.argv[1], "rb").read()
-ctype = [l for l in open(sys.argv[2], encoding="latin-1") if l.lower().startswith("content-type:")][0]
-charset = ctype.split("charset=")[1].strip()
-text = "".join(json.loads(l[6:])["token"] for l in raw.decode(charset).split("\n")
-               if l.startswith("data: {"))
-assert text == "".join(json.loads(l[6:])["token"] for l in raw.decode("utf-8").split("\n")
-                       if l.startswith("data: {")), "decoded differently"
-EOF
+	# a client that decodes by the announced charset (Python requests
+	# does) gets the bytes the server sent: they are valid in it
+	cs=$(header_of "$d/h1" Content-Type | sed 's/.*charset=//')
+	[ "$cs" = utf-8 ]
+	iconv -f "$cs" -t UTF-8 "$d/s1" | cmp - "$d/s1"
+	# and the prompt's non-ASCII text did come back in tokens
+	grep -q '^data: {"token"' "$d/s1"
 }
 
 @test "CORS headers on errors too: a 404, a 405, a 400 and a 414 from the responder carry Access-Control-Allow-Origin" {
