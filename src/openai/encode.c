@@ -49,12 +49,9 @@ usage_json(const struct openai_usage *u)
 	    (json_int_t)u->prompt_tokens + (json_int_t)u->completion_tokens);
 }
 
-/*
- * Sets o[key] = v (taking v's reference); on failure (v NULL) drops o.
- * Returns o or NULL.
- */
-static json_t *
-set(json_t *o, const char *key, json_t *v)
+/* encode.h; responses.c uses it too */
+json_t *
+openai_json_set(json_t *o, const char *key, json_t *v)
 {
 	if (o == NULL || v == NULL || json_object_set_new(o, key, v) != 0) {
 		json_decref(o);
@@ -108,8 +105,9 @@ openai_encode_response(struct ts_buf *b, const struct openai_meta *m,
 		choice = json_pack("{s:i,s:s%,s:n,s:s}", "index", 0, "text",
 		    text, len, "logprobs", "finish_reason", fr);
 	}
-	o = set(o, "choices", choice ? json_pack("[o]", choice) : NULL);
-	o = set(o, "usage", usage_json(u));
+	o = openai_json_set(o, "choices", choice ? json_pack("[o]", choice) :
+	    NULL);
+	o = openai_json_set(o, "usage", usage_json(u));
 	return emit(b, o, 0);
 }
 
@@ -132,9 +130,10 @@ chunk(const struct openai_stream *s, json_t *choice)
 	json_t *o = head(&s->meta, s->meta.kind == OPENAI_CHAT ?
 	    "chat.completion.chunk" : "text_completion");
 
-	o = set(o, "choices", choice ? json_pack("[o]", choice) : NULL);
+	o = openai_json_set(o, "choices", choice ? json_pack("[o]", choice) :
+	    NULL);
 	if (s->include_usage)
-		o = set(o, "usage", json_null());
+		o = openai_json_set(o, "usage", json_null());
 	return o;
 }
 
@@ -196,8 +195,8 @@ openai_encode_usage(struct ts_buf *b, const struct openai_stream *s,
 		return TS_OK;
 	o = head(&s->meta, s->meta.kind == OPENAI_CHAT ?
 	    "chat.completion.chunk" : "text_completion");
-	o = set(o, "choices", json_array());
-	o = set(o, "usage", usage_json(u));
+	o = openai_json_set(o, "choices", json_array());
+	o = openai_json_set(o, "usage", usage_json(u));
 	return emit(b, o, 1);
 }
 
@@ -248,16 +247,17 @@ model_json(const struct openai_model_info *m)
 	    "object", "model", "created", (json_int_t)m->created, "owned_by",
 	    "tokstream");
 	if (m->max_model_len > 0)
-		model = set(model, "max_model_len",
+		model = openai_json_set(model, "max_model_len",
 		    json_integer((json_int_t)m->max_model_len));
 	if (m->backend != NULL || m->chat_template != NULL) {
 		ext = json_object();
 		if (m->backend != NULL)
-			ext = set(ext, "backend", json_string(m->backend));
+			ext = openai_json_set(ext, "backend",
+			    json_string(m->backend));
 		if (m->chat_template != NULL)
-			ext = set(ext, "chat_template",
+			ext = openai_json_set(ext, "chat_template",
 			    json_string(m->chat_template));
-		model = set(model, "tokstream", ext);
+		model = openai_json_set(model, "tokstream", ext);
 	}
 	return model;
 }

@@ -6,6 +6,8 @@
 #ifndef TS_OPENAI_ENCODE_H
 #define TS_OPENAI_ENCODE_H
 
+#include <jansson.h>
+
 #include "openai/openai.h"
 
 /* What every response and chunk of one request carries. */
@@ -24,6 +26,13 @@ struct openai_usage {
 	uint32_t prompt_tokens;
 	uint32_t completion_tokens;
 };
+
+/*
+ * For the encoders (here and responses.h): sets o[key] = v, taking v's
+ * reference; when either is NULL or the set fails, drops both and
+ * returns NULL, so a chain of calls fails as one. Returns o or NULL.
+ */
+json_t *openai_json_set(json_t *o, const char *key, json_t *v);
 
 /* "stop" or "length". */
 const char *openai_finish_reason(enum openai_finish f);

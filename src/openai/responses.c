@@ -17,17 +17,8 @@
 #define ST_COMPLETED "completed"
 #define ST_INCOMPLETE "incomplete"
 
-/* o[key] = v (v's reference taken); NULL (o dropped) when either is. */
-static json_t *
-put(json_t *o, const char *key, json_t *v)
-{
-	if (o == NULL || v == NULL || json_object_set_new(o, key, v) != 0) {
-		json_decref(o);
-		json_decref(v);
-		return NULL;
-	}
-	return o;
-}
+/* openai_json_set (encode.h), short: the objects here are deep */
+#define put openai_json_set
 
 static void
 ids(const struct openai_resp_meta *m, char *resp, char *msg, size_t cap)

@@ -63,8 +63,8 @@ http_error_set_param(struct http_error *err, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int
-hexval(unsigned char c)
+int
+http_hex_digit(unsigned char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -90,8 +90,8 @@ http_form_decode(const char *s, size_t len, char *out, size_t *out_len,
 			int hi, lo;
 
 			if (len - i < 3 ||
-			    (hi = hexval((unsigned char)s[i + 1])) < 0 ||
-			    (lo = hexval((unsigned char)s[i + 2])) < 0) {
+			    (hi = http_hex_digit((unsigned char)s[i + 1])) < 0 ||
+			    (lo = http_hex_digit((unsigned char)s[i + 2])) < 0) {
 				*bad_at = i;
 				return TS_EINVAL;
 			}

@@ -56,6 +56,9 @@ struct http_gen_request {
 
 void http_gen_request_free(struct http_gen_request *r);
 
+/* The value 0..15 of the hex digit c (either case), or -1. */
+int http_hex_digit(unsigned char c);
+
 /*
  * Percent-decodes (s, len) as a form value: '+' becomes a space, "%XY"
  * (hex, either case) becomes the byte XY. Writes the result to `out`

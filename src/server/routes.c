@@ -135,19 +135,6 @@ not_allowed(struct reply *c, const struct endpoint *e, const char *method,
 		reply_error(c, &err, allow, 0);
 }
 
-/* The value of hex digit c, or -1. */
-static int
-hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* /v1/models/{id}: the id after the prefix, percent-decoded as a path
  * segment (RFC 3986: '+' is itself; the SDKs send a '/' in a name as
  * %2F). */
@@ -161,9 +148,11 @@ model_at(struct server *srv, struct reply *c, const char *id, size_t len)
 	for (i = 0; i < len && n < sizeof(name); i++, n++) {
 		if (id[i] != '%') {
 			name[n] = id[i];
-		} else if (i + 2 < len && hex(id[i + 1]) >= 0 &&
-		    hex(id[i + 2]) >= 0) {
-			name[n] = (char)(hex(id[i + 1]) << 4 | hex(id[i + 2]));
+		} else if (i + 2 < len &&
+		    http_hex_digit((unsigned char)id[i + 1]) >= 0 &&
+		    http_hex_digit((unsigned char)id[i + 2]) >= 0) {
+			name[n] = (char)(http_hex_digit((unsigned char)id[i + 1]) <<
+			    4 | http_hex_digit((unsigned char)id[i + 2]));
 			i += 2;
 		} else {
 			break;
