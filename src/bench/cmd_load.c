@@ -197,7 +197,11 @@ cmd_load_example(struct load_run *rec, const struct req *q,
 		msg = q->fail;
 		break;
 	case LOAD_FAIL_HTTP_429:
+	case LOAD_FAIL_HTTP_500:
+	case LOAD_FAIL_HTTP_503:
 	case LOAD_FAIL_HTTP_5XX:
+	case LOAD_FAIL_HTTP_400:
+	case LOAD_FAIL_HTTP_401:
 	case LOAD_FAIL_HTTP_OTHER:
 		msg = txt = text_error_body(&q->body);
 		break;
@@ -206,6 +210,14 @@ cmd_load_example(struct load_run *rec, const struct req *q,
 		msg = txt = xmalloc(n);
 		snprintf(txt, n, "error event after %zu tokens: %s",
 		    q->error_after, q->error_text);
+		break;
+	case LOAD_FAIL_TRUNCATED:
+		/* libcurl's text for a body that ended cleanly is "No
+		 * error": say what is missing */
+		n = strlen(req_detail(q)) + 96;
+		msg = txt = xmalloc(n);
+		snprintf(txt, n, "the stream ended before data: [DONE] (%s)",
+		    req_detail(q));
 		break;
 	default:
 		msg = req_detail(q);

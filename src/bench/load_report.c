@@ -385,7 +385,11 @@ load_fail_name(enum load_fail f)
 {
 	switch (f) {
 	case LOAD_FAIL_HTTP_429: return "http_429";
+	case LOAD_FAIL_HTTP_500: return "http_500";
+	case LOAD_FAIL_HTTP_503: return "http_503";
 	case LOAD_FAIL_HTTP_5XX: return "http_5xx";
+	case LOAD_FAIL_HTTP_400: return "http_400";
+	case LOAD_FAIL_HTTP_401: return "http_401";
 	case LOAD_FAIL_HTTP_OTHER: return "http_other";
 	case LOAD_FAIL_CONNECT: return "connect";
 	case LOAD_FAIL_SSE_ERROR: return "sse_error_event";
@@ -396,6 +400,21 @@ load_fail_name(enum load_fail f)
 	case LOAD_FAIL_COUNT: break;
 	}
 	return "unknown";
+}
+
+enum load_fail
+load_fail_of_status(long status)
+{
+	switch (status) {
+	case 429: return LOAD_FAIL_HTTP_429;
+	case 500: return LOAD_FAIL_HTTP_500;
+	case 503: return LOAD_FAIL_HTTP_503;
+	case 400: return LOAD_FAIL_HTTP_400;
+	case 401: return LOAD_FAIL_HTTP_401;
+	default: break;
+	}
+	return status >= 500 && status <= 599 ? LOAD_FAIL_HTTP_5XX :
+	    LOAD_FAIL_HTTP_OTHER;
 }
 
 /* The order statistics come from stats_summarize(); the deviation is a

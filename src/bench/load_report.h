@@ -167,15 +167,28 @@ enum ts_err load_tpot_ms(double e2e_ms, double ttft_ms,
 int load_slo_met(const struct load_slo *slo, size_t output_tokens,
     double ttft_ms, double tpot_ms, double e2el_ms);
 
-/* Why a request failed; LOAD_FAIL_COUNT is the number of kinds. */
+/*
+ * Why a request failed; LOAD_FAIL_COUNT is the number of kinds. The
+ * statuses a gateway has to tell apart get a kind each (those tokstream's
+ * failure injection answers with, server/inject.h: rate_limit 429,
+ * server_error 500, overloaded 503, context_length 400, invalid_api_key
+ * 401); its timeout is LOAD_FAIL_TIMEOUT, midstream_error
+ * LOAD_FAIL_SSE_ERROR and midstream_cut LOAD_FAIL_TRUNCATED. The order is
+ * that of the report.
+ */
 enum load_fail {
 	LOAD_FAIL_HTTP_429,     /* 429 Too Many Requests (queue full) */
-	LOAD_FAIL_HTTP_5XX,     /* 500..599 */
+	LOAD_FAIL_HTTP_500,     /* 500 Internal Server Error */
+	LOAD_FAIL_HTTP_503,     /* 503 Service Unavailable (overloaded) */
+	LOAD_FAIL_HTTP_5XX,     /* any other 500..599 */
+	LOAD_FAIL_HTTP_400,     /* 400 Bad Request (e.g. context length) */
+	LOAD_FAIL_HTTP_401,     /* 401 Unauthorized (API key) */
 	LOAD_FAIL_HTTP_OTHER,   /* any other status but 200 */
 	LOAD_FAIL_CONNECT,      /* no connection (refused, resolve, timeout) */
 	LOAD_FAIL_SSE_ERROR,    /* an error event after the 200 */
 	LOAD_FAIL_TRUNCATED,    /* 200, but the response ended before [DONE] */
-	LOAD_FAIL_TIMEOUT,      /* the per-request timeout, once connected */
+	LOAD_FAIL_TIMEOUT,      /* --timeout ran out once connected: no
+				 * answer yet, or no [DONE] yet */
 	LOAD_FAIL_PROTOCOL,     /* not an SSE stream of tokstream's events */
 	LOAD_FAIL_TRANSPORT,    /* connected, no answer (reset, empty reply) */
 	LOAD_FAIL_COUNT
@@ -183,6 +196,16 @@ enum load_fail {
 
 /* Stable snake_case name of a failure kind ("http_429", ...). */
 const char *load_fail_name(enum load_fail f);
+
+/*
+ * The kind of a request that got an HTTP status other than 200: 429,
+ * 500, 503, 400 and 401 their own, any other 500..599 LOAD_FAIL_HTTP_5XX,
+ * anything else (1xx, 3xx, another 4xx, a status over 599)
+ * LOAD_FAIL_HTTP_OTHER. A status of 200 or 0 (no answer) is not an HTTP
+ * failure and also gives LOAD_FAIL_HTTP_OTHER; the caller sorts those
+ * out first (req.h, req_fate()).
+ */
+enum load_fail load_fail_of_status(long status);
 
 /* One metric over its samples, in ms; n == 0 means no samples. */
 struct load_metric {

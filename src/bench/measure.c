@@ -99,7 +99,11 @@ measure_verdict(const char *url, const struct req *q)
 		    curl_easy_strerror(q->result));
 		return TS_ESYS;
 	case LOAD_FAIL_HTTP_429:
+	case LOAD_FAIL_HTTP_500:
+	case LOAD_FAIL_HTTP_503:
 	case LOAD_FAIL_HTTP_5XX:
+	case LOAD_FAIL_HTTP_400:
+	case LOAD_FAIL_HTTP_401:
 	case LOAD_FAIL_HTTP_OTHER:
 		measure_http_error(url, q->status, &q->body);
 		return TS_EINVAL;

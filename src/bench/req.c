@@ -374,9 +374,7 @@ req_fate(const struct req *q, enum load_fail *kind)
 		*kind = cc == CURLE_OPERATION_TIMEDOUT ? LOAD_FAIL_TIMEOUT :
 		    LOAD_FAIL_TRANSPORT;
 	else if (q->status != 200)
-		*kind = q->status == 429 ? LOAD_FAIL_HTTP_429 :
-		    q->status >= 500 && q->status <= 599 ?
-		    LOAD_FAIL_HTTP_5XX : LOAD_FAIL_HTTP_OTHER;
+		*kind = load_fail_of_status(q->status);
 	else if (q->error_text != NULL)
 		*kind = LOAD_FAIL_SSE_ERROR;
 	else if (!q->done)

@@ -46,7 +46,35 @@ struct engine_sampling {
 				 * (rng_seed_of), so a request without one
 				 * still gets the same tokens every time */
 	int ignore_eos;         /* nonzero: never end with an EOS token */
+	/* Guided decoding (vLLM's guided_decoding, here by forcing): when
+	 * guide is not NULL the sequence's text is exactly (guide,
+	 * guide_len) bytes, tokenized by the backend, then an EOS token
+	 * (ignore_eos or not); max_tokens may cut it short. The server
+	 * makes the text: the echo mode's user message, a tool call's
+	 * arguments, a JSON Schema instance. Borrowed by seq_start for the
+	 * call; engine_submit copies it. */
+	const char *guide;
+	size_t guide_len;       /* bytes, <= ENGINE_MAX_GUIDE_BYTES */
+	/* Logprobs (the OpenAI API's logprobs/top_logprobs): 0 none, else
+	 * 1 + the number of alternatives, <= 1 + ENGINE_MAX_TOP_LOGPROBS;
+	 * every token then carries the sampled token's logprob and the top
+	 * alternatives' (engine_view.lp). */
+	uint32_t logprobs;
 };
+
+/* The most alternatives per token (OpenAI's top_logprobs cap, 20). */
+#define ENGINE_MAX_TOP_LOGPROBS 20
+/* The longest guide text, bytes. */
+#define ENGINE_MAX_GUIDE_BYTES (1u << 20)
+
+/* One candidate's log-probability (natural log, <= 0): the model's
+ * distribution before temperature and top_p (vLLM's raw logprobs). A
+ * candidate the model masks has ENGINE_LOGPROB_MASKED (vLLM's -9999). */
+struct engine_logprob {
+	uint32_t id;
+	float logprob;
+};
+#define ENGINE_LOGPROB_MASKED (-9999.0f)
 
 /* Fills *s with OpenAI's defaults: temperature 1, top_p 1, no seed,
  * ignore_eos off. */
@@ -79,6 +107,7 @@ struct engine_backend {
 				       * finish_reason "stop"; UINT32_MAX:
 				       * unused */
 	uint32_t max_token_bytes;     /* longest text of one token, bytes */
+	int guided;                   /* seq_start honours sampling.guide */
 
 	/* Starts a sequence of model `model` for (prompt, len), borrowed for
 	 * the call, and skips its first `skip` tokens (a resumed stream
@@ -96,6 +125,21 @@ struct engine_backend {
 	/* Text of token `id`, borrowed for the backend's life; NULL for an
 	 * id out of range. Any thread, any time. */
 	const char *(*token_text)(void *impl, uint32_t id, size_t *len);
+	/* Optional (NULL: the backend has no logprobs; the server refuses
+	 * a request for them with 400). Right after a step that gave seq
+	 * the token `id`: fills out[0] with that token's logprob and
+	 * out[1..k] with the k most probable candidates of the step, by
+	 * descending logprob, ties by lower id (k <=
+	 * ENGINE_MAX_TOP_LOGPROBS; only asked of sequences whose sampling
+	 * has logprobs = k + 1). Cannot fail. */
+	void (*logprobs)(void *impl, void *seq, uint32_t id, uint32_t k,
+	    struct engine_logprob *out);
+	/* Optional (NULL: the engine's prefix-cache model is off for this
+	 * backend). The ids of (prompt, len) for model `model` as seq_start
+	 * would take them: writes up to cap of them to ids and returns how
+	 * many there are (all, even beyond cap). Any thread. */
+	size_t (*tokenize)(void *impl, uint32_t model, const char *prompt,
+	    size_t len, uint32_t *ids, size_t cap);
 	/* Frees a sequence (accepts NULL). */
 	void (*seq_free)(void *impl, void *seq);
 	/* The number of prompt tokens seq_start would take for (prompt, len)

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/kvcache.h"
 #include "engine/release.h"
 
 enum seq_phase { SEQ_WAITING = 1, SEQ_PREFILL, SEQ_JOINING, SEQ_DECODE,
@@ -55,6 +56,13 @@ struct engine_seq {
 	struct release *stop;           /* stop strings: NULL if none */
 	_Atomic uint32_t generated;     /* EOS included */
 	char *prompt_copy;
+	char *guide_copy;               /* sampling.guide's copy, or NULL */
+	struct engine_logprob *lp;      /* cap x sampling.logprobs, or NULL */
+	uint32_t *prompt_ids;           /* for the prefix cache, until
+					 * admission; NULL: none */
+	size_t nprompt_ids;
+	struct kv_seq kv;               /* its blocks in the cache model */
+	_Atomic uint32_t cached;        /* prompt tokens the cache had */
 	void *bseq;                     /* backend state, once started */
 	uint32_t *ids;                  /* cap entries */
 	uint32_t cap;                   /* max_tokens - start_index, or 0 */
@@ -116,7 +124,24 @@ struct engine {
 	struct engine_jitter jitter;
 	uint64_t steps, generated;
 	uint32_t last_running, last_waiting;
+	struct kv_cache *kv;               /* the prefix cache model, or NULL */
+	uint32_t last_kv_used;
 };
+
+/* Tells the hooks when the cache's used blocks changed. */
+static void
+kv_report(struct engine *e)
+{
+	struct kv_cache_stats st;
+
+	if (e->kv == NULL || e->hooks.on_kv == NULL)
+		return;
+	kv_cache_stats(e->kv, &st);
+	if (st.used == e->last_kv_used)
+		return;
+	e->last_kv_used = st.used;
+	e->hooks.on_kv(e->hooks.ctx, st.used, st.nblocks);
+}
 
 void
 engine_config_defaults(struct engine_config *cfg)
@@ -127,6 +152,8 @@ engine_config_defaults(struct engine_config *cfg)
 	cfg->max_waiting = ENGINE_DEFAULT_MAX_WAITING;
 	cfg->load_factor_max = ENGINE_DEFAULT_LOAD_FACTOR;
 	cfg->seed = 0x746f6b73747265ULL;   /* "tokstre" */
+	cfg->kv_blocks = ENGINE_DEFAULT_KV_BLOCKS;
+	cfg->kv_block_size = ENGINE_DEFAULT_BLOCK_SIZE;
 }
 
 /*
@@ -337,7 +364,10 @@ seq_free(struct engine *e, struct engine_seq *s)
 		free(s->stop_copy[k]);
 	free(s->stop);
 	free(s->ids);
+	free(s->lp);
+	free(s->prompt_ids);
 	free(s->prompt_copy);
+	free(s->guide_copy);
 	/* on a listener's stack still: its next take frees the struct */
 	if (!(atomic_fetch_or(&s->list_flags, SEQ_DEAD) & SEQ_NEWS))
 		free(s);
@@ -460,6 +490,12 @@ seq_finish(struct engine *e, struct engine_seq *s, enum engine_finish f,
 	}
 	s->phase = SEQ_DONE;
 	s->leave_ns = t;
+	if (e->kv != NULL) {
+		/* finished or cancelled: its blocks go back (the full ones
+		 * stay cached until evicted) */
+		kv_seq_free(e->kv, &s->kv);
+		kv_report(e);
+	}
 	atomic_store_explicit(&s->finish, f, memory_order_release);
 	s->engine_held = 0;
 	if (!s->relay_held)
@@ -506,6 +542,14 @@ seq_publish(struct engine *e, struct engine_seq *s, uint32_t id)
 		return ENGINE_FINISH_STOP;
 	stop = seq_stops(e, s, id);
 	s->ids[p] = id;
+	if (e->kv != NULL && s->phase != SEQ_WAITING) {
+		(void)kv_seq_append(e->kv, &s->kv, id);
+		kv_report(e);
+	}
+	if (s->lp != NULL)
+		e->be.logprobs(e->be.impl, s->bseq, id,
+		    s->req.sampling.logprobs - 1,
+		    s->lp + (size_t)p * s->req.sampling.logprobs);
 	atomic_store_explicit(&s->produced, p + 1, memory_order_release);
 	news(e, s);
 	if (stop)
@@ -566,7 +610,7 @@ admit(struct engine *e, int64_t now)
 {
 	while (e->qhead != NULL && e->nslots < e->cfg.max_num_seqs) {
 		struct engine_seq *s = e->qhead;
-		double factor;
+		double factor, ms;
 		int64_t end;
 
 		e->qhead = s->qnext;
@@ -578,8 +622,27 @@ admit(struct engine *e, int64_t now)
 		e->slots[e->nslots++] = s;
 		factor = engine_load_factor(&e->cfg, e->nslots);
 		s->phase = SEQ_PREFILL;
+		ms = s->req.prefill_ms;
+		if (e->kv != NULL && s->prompt_ids != NULL) {
+			uint32_t hit = 0;
+
+			(void)kv_seq_start(e->kv, &s->kv, s->prompt_ids,
+			    s->nprompt_ids, &hit);
+			free(s->prompt_ids);
+			s->prompt_ids = NULL;
+			atomic_store(&s->cached, hit);
+			/* the prefill is priced over the tokens that missed
+			 * the cache only */
+			ms -= s->req.prefill_per_token_ms * hit;
+			if (ms < 0)
+				ms = 0;
+			if (e->hooks.on_prefix != NULL)
+				e->hooks.on_prefix(e->hooks.ctx, s->id,
+				    s->nprompt_ids, hit);
+			kv_report(e);
+		}
 		end = e->be.physical ? now : now + engine_scaled_ns(
-		    s->req.prefill_ms, factor,
+		    ms, factor,
 		    engine_jitter_ns(&e->jitter, e->cfg.jitter_prefill_ms));
 		heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
@@ -898,6 +961,15 @@ engine_init(struct engine **out, const struct engine_config *cfg,
 	if (hooks != NULL)
 		e->hooks = *hooks;
 	engine_jitter_seed(&e->jitter, cfg->seed);
+	/* the prefix-cache model prices modeled prefills: not for a
+	 * physical backend, whose prefill takes the time it takes */
+	if (cfg->kv_blocks > 0 && !backend->physical &&
+	    backend->tokenize != NULL &&
+	    kv_cache_create(&e->kv, cfg->kv_blocks, cfg->kv_block_size) !=
+	    TS_OK) {
+		free(e);
+		return TS_EINVAL;
+	}
 	e->slots = xcalloc(n, sizeof(*e->slots));
 	e->heap = xcalloc(n, sizeof(*e->heap));
 	e->batch = xcalloc(n, sizeof(*e->batch));
@@ -965,6 +1037,7 @@ engine_destroy(struct engine *e)
 	free(e->step_bseqs);
 	free(e->step_ids);
 	free(e->step_rc);
+	kv_cache_destroy(e->kv);
 	free(e);
 }
 
@@ -999,6 +1072,13 @@ seq_new(const struct engine_request *r)
 		s->req.stop[k] = s->stop_copy[k];
 	}
 	s->req.nstop = nstop;
+	if (r->sampling.guide != NULL) {
+		s->guide_copy = xmalloc(r->sampling.guide_len + 1);
+		memcpy(s->guide_copy, r->sampling.guide,
+		    r->sampling.guide_len);
+		s->guide_copy[r->sampling.guide_len] = '\0';
+		s->req.sampling.guide = s->guide_copy;
+	}
 	atomic_init(&s->list_flags, 0);
 	if (nstop > 0) {
 		s->stop = xmalloc(sizeof(*s->stop));
@@ -1008,6 +1088,7 @@ seq_new(const struct engine_request *r)
 				free(s->stop_copy[k]);
 			free(s->stop);
 			free(s->prompt_copy);
+			free(s->guide_copy);
 			free(s);
 			return NULL;
 		}
@@ -1015,6 +1096,11 @@ seq_new(const struct engine_request *r)
 	s->cap = r->max_tokens > r->start_index ?
 	    r->max_tokens - r->start_index : 0;
 	s->ids = xcalloc(s->cap + 1u, sizeof(*s->ids));
+	if (s->req.sampling.logprobs > 1u + ENGINE_MAX_TOP_LOGPROBS)
+		s->req.sampling.logprobs = 1u + ENGINE_MAX_TOP_LOGPROBS;
+	if (s->req.sampling.logprobs > 0 && s->cap > 0)
+		s->lp = xcalloc((size_t)s->cap * s->req.sampling.logprobs,
+		    sizeof(*s->lp));
 	s->own_cadence = r->tpot_ms >= 0;
 	s->tpot_ms = r->tpot_ms < ENGINE_MIN_TPOT_MS ? ENGINE_MIN_TPOT_MS :
 	    r->tpot_ms;
@@ -1032,9 +1118,23 @@ engine_submit(struct engine *e, const struct engine_request *r,
 	struct engine_seq *s;
 
 	*out = NULL;
+	if ((r->sampling.logprobs > 0 && e->be.logprobs == NULL) ||
+	    (r->sampling.guide != NULL && !e->be.guided))
+		return TS_EINVAL;
 	s = seq_new(r);
 	if (s == NULL)
 		return TS_EINVAL;
+	if (e->kv != NULL && r->prefix_cache && r->prompt_len > 0) {
+		/* the prompt's ids for the prefix cache, outside the lock */
+		size_t n = e->be.tokenize(e->be.impl, r->model, s->req.prompt,
+		    r->prompt_len, NULL, 0);
+
+		if (n > 0 && n <= KV_SEQ_MAX_TOKENS) {
+			s->prompt_ids = xcalloc(n, sizeof(*s->prompt_ids));
+			s->nprompt_ids = e->be.tokenize(e->be.impl, r->model,
+			    s->req.prompt, r->prompt_len, s->prompt_ids, n);
+		}
+	}
 	pthread_mutex_lock(&e->mu);
 	if (e->stopping) {
 		pthread_mutex_unlock(&e->mu);
@@ -1097,6 +1197,9 @@ engine_seq_view(struct engine_seq *s, struct engine_view *v)
 	v->produced = atomic_load_explicit(&s->produced,
 	    memory_order_acquire);
 	v->ids = s->ids;
+	v->lp = s->lp;
+	v->cached_tokens = atomic_load(&s->cached);
+	v->lp_stride = s->lp != NULL ? s->req.sampling.logprobs : 0;
 	v->generated = atomic_load(&s->generated);
 	v->in_slot = atomic_load_explicit(&s->in_slot, memory_order_relaxed);
 }

@@ -13,6 +13,11 @@
  *     holds (waiting, in a slot, or finished with its last bytes not yet
  *     taken by a slow client): beyond max_num_seqs + max_waiting of them
  *     engine_submit refuses (HTTP 429).
+ *   - A request with prefix_cache set looks its prompt up in the prefix
+ *     cache model at admission (engine/kvcache.h: vLLM's block pool and
+ *     automatic prefix caching): its prefill_ms loses
+ *     prefill_per_token_ms for every prompt token found; a sequence
+ *     holds blocks while it is in a slot and frees them when it leaves.
  *   - Prefill takes prefill_ms x load factor (+ jitter). It runs beside
  *     the batch (an idealised chunked prefill: it does not lengthen the
  *     steps); the sequence joins the batch at the first step boundary at
@@ -61,6 +66,11 @@
  * 0 is taken as 1). */
 #define ENGINE_MIN_TPOT_MS 1.0
 #define ENGINE_MAX_SEQS 16384
+/* The prefix-cache model's defaults: vLLM's block size, and blocks for
+ * 1,048,576 tokens (a GPU's worth for an 8B model at 90% of 80 GB is
+ * about half that; vLLM sizes it from the memory it finds). */
+#define ENGINE_DEFAULT_BLOCK_SIZE 16
+#define ENGINE_DEFAULT_KV_BLOCKS 65536
 
 /* Engine settings; engine_config_defaults() fills the documented ones. */
 struct engine_config {
@@ -71,6 +81,11 @@ struct engine_config {
 	double jitter_prefill_ms;  /* standard deviation, 0 = none */
 	double jitter_tpot_ms;     /* standard deviation, 0 = none */
 	uint64_t seed;             /* jitter PRNG seed */
+	/* The prefix-cache model (engine/kvcache.h): kv_blocks blocks of
+	 * kv_block_size tokens; 0 blocks: off. Only with a backend that is
+	 * not physical and has tokenize. */
+	uint32_t kv_blocks;
+	uint32_t kv_block_size;
 	int no_cancel;             /* demo of the failure mode: keep
 				    * generating for clients that left */
 };
@@ -136,6 +151,14 @@ struct engine_request {
 	struct engine_sampling sampling;
 	uint32_t max_tokens;
 	double prefill_ms;        /* this request's prefill time, unscaled */
+	int prefix_cache;         /* 1: the prompt goes through the prefix
+				   * cache model (the /v1 endpoints); 0: not
+				   * (the lab endpoints, whose TTFT model
+				   * stays exact) */
+	double prefill_per_token_ms;  /* what each prompt token found in the
+				   * prefix cache takes off prefill_ms (the
+				   * latency model's per-token cost); 0: a
+				   * fixed prefill (the lab's prefill_ms) */
 	double tpot_ms;           /* < 0: the server's TPOT (shared steps) */
 	int32_t error_after;      /* -1, or fail after this many tokens */
 	uint32_t start_index;     /* resume: tokens 0..start_index-1 were
@@ -160,9 +183,16 @@ struct engine_request {
 struct engine_view {
 	uint32_t produced;          /* token ids ids[0..produced) are final */
 	const uint32_t *ids;        /* token i is index start_index + i */
+	/* with sampling.logprobs: token i's logprobs are lp[i x lp_stride]
+	 * (the sampled token's) and the lp_stride - 1 after it (the top
+	 * alternatives, engine_backend.logprobs); NULL, 0 otherwise */
+	const struct engine_logprob *lp;
+	uint32_t lp_stride;
 	uint32_t generated;         /* tokens the engine made, EOS included */
 	enum engine_finish finish;  /* NONE while still going */
 	int in_slot;                /* 0 while waiting for a slot */
+	uint32_t cached_tokens;     /* prompt tokens the prefix cache had
+				     * (set at admission) */
 };
 
 /* How a sequence left, for the on_finish hook. */
@@ -197,6 +227,12 @@ struct engine_hooks {
 	/* It ended for good (engine and relay both let go). */
 	void (*on_finish)(void *ctx, uint64_t id,
 	    const struct engine_outcome *o);
+	/* It took a slot and looked its prompt up in the prefix cache:
+	 * `queried` prompt tokens, `hit` of them cached. */
+	void (*on_prefix)(void *ctx, uint64_t id, uint32_t queried,
+	    uint32_t hit);
+	/* The prefix cache's used blocks changed (of nblocks). */
+	void (*on_kv)(void *ctx, uint32_t used, uint32_t nblocks);
 	/* The numbers of sequences in slots and waiting changed. */
 	void (*on_counts)(void *ctx, uint32_t running, uint32_t waiting);
 };
@@ -231,7 +267,9 @@ int engine_paces(const struct engine *e);
  * Queues a request. Returns TS_OK with *out (release it with
  * engine_release), TS_ELIMIT when the waiting queue is full (answer 429;
  * on_submit is not called), TS_ETIMEDOUT when the engine is shutting down
- * (503), or TS_EINVAL for stop strings engine/stop.h refuses.
+ * (503), or TS_EINVAL for stop strings engine/stop.h refuses, or logprobs
+ * or a guide the backend does not support (engine_backend.logprobs NULL,
+ * .guided 0).
  */
 enum ts_err engine_submit(struct engine *e, const struct engine_request *r,
     struct engine_seq **out);

@@ -271,6 +271,53 @@ out:
 	return rc;
 }
 
+/* From the logits the step's token was sampled from (seq_sample leaves
+ * them as they were, but for the ignore_eos mask): log-softmax in float,
+ * the k best by insertion. */
+static void
+backend_logprobs(void *impl, void *seq, uint32_t id, uint32_t k,
+    struct engine_logprob *out)
+{
+	struct model_backend *mb = impl;
+	struct model_seq *s = seq;
+	uint32_t n = mb->m->cfg.vocab_size, c, j, have = 0;
+	uint32_t top[ENGINE_MAX_TOP_LOGPROBS];
+	float max = -INFINITY, lse;
+	double sum = 0.0;
+
+	if (k > ENGINE_MAX_TOP_LOGPROBS)
+		k = ENGINE_MAX_TOP_LOGPROBS;
+	for (c = 0; c < n; c++)
+		if (s->logits[c] > max)
+			max = s->logits[c];
+	for (c = 0; c < n; c++)
+		if (s->logits[c] > -INFINITY)
+			sum += exp((double)(s->logits[c] - max));
+	lse = max + (float)log(sum);
+	for (c = 0; c < n && k > 0; c++) {
+		if (!(s->logits[c] > -INFINITY))
+			continue;
+		if (have == k && !(s->logits[c] > s->logits[top[k - 1]]))
+			continue;
+		j = have < k ? have++ : k - 1;
+		while (j > 0 && s->logits[c] > s->logits[top[j - 1]]) {
+			top[j] = top[j - 1];
+			j--;
+		}
+		top[j] = c;
+	}
+#define LP(x) (!((x) > -INFINITY) ? ENGINE_LOGPROB_MASKED : \
+	    ((x) - lse > 0.0f ? 0.0f : (x) - lse))
+	out[0].id = id;
+	out[0].logprob = id < n ? LP(s->logits[id]) : ENGINE_LOGPROB_MASKED;
+	for (j = 0; j < k; j++) {
+		out[1 + j].id = j < have ? top[j] : MODEL_TOKEN_EOS;
+		out[1 + j].logprob = j < have ? LP(s->logits[top[j]]) :
+		    ENGINE_LOGPROB_MASKED;
+	}
+#undef LP
+}
+
 static const char *
 backend_token_text(void *impl, uint32_t id, size_t *len)
 {
@@ -393,6 +440,7 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->step = backend_step;
 	out->token_text = backend_token_text;
 	out->seq_free = backend_seq_free;
+	out->logprobs = backend_logprobs;
 	out->count_tokens = backend_count_tokens;
 	out->context_len = backend_context_len;
 	out->close = backend_close;

@@ -8,7 +8,7 @@
 
 /* Role names, indexed by enum chat_role. */
 static const char *const chat_names[] = {
-	"system", "user", "assistant"
+	"system", "user", "assistant", "tool"
 };
 
 #define CHAT_NROLES (sizeof(chat_names) / sizeof(chat_names[0]))
@@ -18,7 +18,8 @@ chat_role_parse(const char *name, size_t len, enum chat_role *role)
 {
 	size_t i;
 
-	for (i = 0; i < CHAT_NROLES; i++)
+	/* "tool" only comes from the OpenAI parser (with a tool_call_id) */
+	for (i = 0; i < CHAT_ROLE_TOOL; i++)
 		if (len == strlen(chat_names[i]) &&
 		    memcmp(name, chat_names[i], len) == 0) {
 			*role = (enum chat_role)i;
@@ -85,7 +86,7 @@ openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
 {
 	struct chat_msg *msgs;
 	enum ts_err rc;
-	size_t i;
+	size_t i, mark;
 
 	if (req->kind == OPENAI_COMPLETIONS || req->messages == NULL)
 		return TS_EINVAL;
@@ -95,11 +96,21 @@ openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
 
 		msgs[i].role = m->role == OPENAI_ROLE_ASSISTANT ?
 		    CHAT_ROLE_ASSISTANT : m->role == OPENAI_ROLE_USER ?
-		    CHAT_ROLE_USER : CHAT_ROLE_SYSTEM;
+		    CHAT_ROLE_USER : m->role == OPENAI_ROLE_TOOL ?
+		    CHAT_ROLE_TOOL : CHAT_ROLE_SYSTEM;
 		msgs[i].content = m->content;
 		msgs[i].len = m->content_len;
 	}
-	rc = chat_render(msgs, req->n_messages, b);
+	mark = b->len;
+	rc = TS_OK;
+	if (req->tools_json != NULL && (chat_marker(b, "tools") != TS_OK ||
+	    ts_buf_append(b, req->tools_json, strlen(req->tools_json)) !=
+	    TS_OK || ts_buf_append(b, "\n", 1) != TS_OK))
+		rc = TS_ELIMIT;
+	if (rc == TS_OK)
+		rc = chat_render(msgs, req->n_messages, b);
+	if (rc != TS_OK)
+		b->len = mark;
 	free(msgs);
 	return rc;
 }

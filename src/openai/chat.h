@@ -9,6 +9,10 @@
  *
  *   <|system|>\n{system content}\n<|user|>\n{user content}\n<|assistant|>\n
  *
+ * With "tools" the request's tools array (compact JSON) comes first, as
+ * "<|tools|>\n{tools}\n"; a tool's result is a "<|tool|>" message, and an
+ * assistant turn of tool calls has its tool_calls array (compact JSON)
+ * on a line after its content, so all of it counts as prompt tokens.
  * (Zephyr-like markers, without an end-of-turn token.) Content is copied
  * as it is: markers inside it are not escaped, and an empty content gives
  * an empty line. usage.prompt_tokens is sim_tokenize() over the rendered
@@ -26,13 +30,15 @@
 /* The template in the Jinja form of Hugging Face's chat_template, for
  * GET /v1/models and docs/API.md "Chat template". */
 #define CHAT_TEMPLATE \
+	"{% if tools %}<|tools|>\n{{ tools | tojson }}\n{% endif %}" \
 	"{% for message in messages %}<|{{ message.role }}|>\n" \
 	"{{ message.content }}\n{% endfor %}<|assistant|>\n"
 
 enum chat_role {
 	CHAT_ROLE_SYSTEM,
 	CHAT_ROLE_USER,
-	CHAT_ROLE_ASSISTANT
+	CHAT_ROLE_ASSISTANT,
+	CHAT_ROLE_TOOL          /* a tool's result (the OpenAI endpoints) */
 };
 
 /* One message: its role and its content (ptr, len; borrowed). */

@@ -21,10 +21,61 @@ struct openai_meta {
 	size_t model_len;
 };
 
-/* Token counts; total_tokens is their sum. */
+/* Token counts; total_tokens is their sum. cached_tokens (of
+ * prompt_tokens, found in the prefix cache) is sent as
+ * prompt_tokens_details.cached_tokens (input_tokens_details on
+ * /v1/responses), as OpenAI reports it. */
 struct openai_usage {
 	uint32_t prompt_tokens;
 	uint32_t completion_tokens;
+	uint32_t cached_tokens;
+};
+
+/* One tool call of an answer (chat): its arguments are JSON text. */
+struct openai_tool_call {
+	const char *id;          /* "call_...", NUL-terminated */
+	const char *name;        /* the function's, NUL-terminated */
+	const char *args;        /* (args, args_len): UTF-8 */
+	size_t args_len;
+};
+
+/* One candidate token of a logprobs list: its text (any bytes: a piece of
+ * a UTF-8 character too) and its logprob (natural log, <= 0). */
+struct openai_lp_entry {
+	const char *text;
+	size_t len;
+	double logprob;
+};
+
+/* One generated token's logprobs: the token and its top alternatives,
+ * and (completions) its offset in the text, bytes. */
+struct openai_lp_token {
+	struct openai_lp_entry tok;
+	const struct openai_lp_entry *top;
+	size_t ntop;
+	size_t text_offset;
+};
+
+/*
+ * The "logprobs" object of a choice for tokens t[0..n) (OpenAI API
+ * reference): chat {"content":[{"token","logprob","bytes":[...],
+ * "top_logprobs":[{"token","logprob","bytes"}...]}],"refusal":null};
+ * completions {"tokens":[...],"token_logprobs":[...],"top_logprobs":
+ * [{TOKEN: logprob, ...}],"text_offset":[...]}. A token whose text is
+ * not UTF-8 (a byte of a character) is written as OpenAI does,
+ * "bytes:\xe2\x80" with its real bytes in "bytes". NULL if jansson
+ * cannot allocate. The caller owns the result.
+ */
+json_t *openai_logprobs_json(enum openai_kind kind,
+    const struct openai_lp_token *t, size_t n);
+
+/* What a choice carries beyond its text, for the _x encoders: NULL
+ * members (0 counts) are sent as OpenAI sends their absence. */
+struct openai_extra {
+	json_t *logprobs;        /* taken (even on error); NULL: null */
+	const struct openai_tool_call *calls;  /* chat: message.tool_calls
+				  * with content null */
+	size_t ncalls;
 };
 
 /*
@@ -34,7 +85,7 @@ struct openai_usage {
  */
 json_t *openai_json_set(json_t *o, const char *key, json_t *v);
 
-/* "stop" or "length". */
+/* "stop", "length" or "tool_calls". */
 const char *openai_finish_reason(enum openai_finish f);
 
 /*
@@ -56,6 +107,25 @@ const char *openai_finish_reason(enum openai_finish f);
 enum ts_err openai_encode_response(struct ts_buf *b,
     const struct openai_meta *m, const char *text, size_t len,
     enum openai_finish finish, const struct openai_usage *u);
+/* One choice of a whole answer (n > 1). */
+struct openai_choice {
+	const char *text;
+	size_t len;
+	enum openai_finish finish;
+	struct openai_extra x;   /* its logprobs are borrowed here */
+};
+
+/* The whole answer with n choices (indexes 0..n-1); usage is the
+ * response's (completion tokens of every choice). */
+enum ts_err openai_encode_response_n(struct ts_buf *b,
+    const struct openai_meta *m, const struct openai_choice *c, size_t n,
+    const struct openai_usage *u);
+
+/* ... with the choice's logprobs and tool calls (x may be NULL). */
+enum ts_err openai_encode_response_x(struct ts_buf *b,
+    const struct openai_meta *m, const char *text, size_t len,
+    enum openai_finish finish, const struct openai_usage *u,
+    struct openai_extra *x);
 
 /*
  * A stream's state between chunks. Event order: openai_encode_chunk per
@@ -69,6 +139,9 @@ struct openai_stream {
 				  * usage chunk precedes [DONE] */
 	int role_sent;           /* chat: the first chunk (with the role)
 				  * has been encoded */
+	uint32_t index;          /* the choice the chunks are for (n > 1:
+				  * the caller sets it, and role_sent,
+				  * per choice); 0 after init */
 };
 
 void openai_stream_init(struct openai_stream *s, const struct openai_meta *m,
@@ -83,6 +156,22 @@ void openai_stream_init(struct openai_stream *s, const struct openai_meta *m,
  * also has "role":"assistant" (before "content"; there is never a
  * role-only chunk). With include_usage, "usage":null follows "choices".
  */
+/* ... with that chunk's tokens' logprobs (taken; NULL: null). */
+enum ts_err openai_encode_chunk_lp(struct ts_buf *b, struct openai_stream *s,
+    const char *text, size_t len, json_t *logprobs);
+
+/*
+ * A chat chunk of tool call `index`: its first ({"index","id","type":
+ * "function","function":{"name","arguments":""}} when `id` is not NULL,
+ * then the fragment in a chunk of its own) or a fragment of its
+ * arguments ({"index","function":{"arguments"}}), as OpenAI streams
+ * them; the stream's first delta also has "role":"assistant" and
+ * "content":null. logprobs taken (NULL: null).
+ */
+enum ts_err openai_encode_tool_delta(struct ts_buf *b,
+    struct openai_stream *s, uint32_t index, const char *id,
+    const char *name, const char *frag, size_t frag_len, json_t *logprobs);
+
 enum ts_err openai_encode_chunk(struct ts_buf *b, struct openai_stream *s,
     const char *text, size_t len);
 

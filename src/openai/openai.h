@@ -32,6 +32,12 @@
 #define OPENAI_MAX_CONTENT_BYTES (1u << 20) /* prompt, or all content */
 #define OPENAI_MAX_STOP 4                  /* stop sequences, as OpenAI */
 #define OPENAI_MAX_STOP_BYTES 64           /* bytes per stop sequence */
+#define OPENAI_MAX_N 16                    /* choices per request ("n") */
+#define OPENAI_MAX_TOOLS 128               /* tools per request, as OpenAI */
+#define OPENAI_MAX_TOOL_NAME 64            /* a function name's bytes */
+#define OPENAI_MAX_TOP_LOGPROBS 20         /* chat top_logprobs, as OpenAI */
+#define OPENAI_MAX_COMPLETION_LOGPROBS 5   /* completions logprobs, as
+					    * OpenAI */
 
 /* Which endpoint a body was sent to. */
 enum openai_kind {
@@ -45,14 +51,16 @@ enum openai_kind {
 enum openai_role {
 	OPENAI_ROLE_SYSTEM,
 	OPENAI_ROLE_USER,
-	OPENAI_ROLE_ASSISTANT
+	OPENAI_ROLE_ASSISTANT,
+	OPENAI_ROLE_TOOL          /* a tool's result (chat; tool_call_id) */
 };
 
 /* Why generation ended: "stop" (EOS or a stop sequence), "length"
  * (max_tokens reached). */
 enum openai_finish {
 	OPENAI_FINISH_STOP,
-	OPENAI_FINISH_LENGTH
+	OPENAI_FINISH_LENGTH,
+	OPENAI_FINISH_TOOL_CALLS  /* "tool_calls": the answer is tool calls */
 };
 
 #endif /* TS_OPENAI_OPENAI_H */

@@ -5,6 +5,8 @@
  */
 #include "openai/parse.h"
 
+#include "openai/schema_gen.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,8 +15,9 @@
 #define ERR_TYPE "invalid_request_error"
 #define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
 
-/* A field path such as "messages[255].content[255].type" fits. */
-#define PATH_MAX_BYTES 64
+/* A field path such as "messages[255].tool_calls[127].function.arguments"
+ * fits. */
+#define PATH_MAX_BYTES 96
 
 /* ---- request parsing ---------------------------------------------------- */
 
@@ -45,6 +48,17 @@ openai_request_free(struct openai_request *r)
 		r->stop[i].len = 0;
 	}
 	r->n_stop = 0;
+	for (i = 0; r->tools != NULL && i < r->n_tools; i++) {
+		free(r->tools[i].name);
+		json_decref(r->tools[i].parameters);
+	}
+	free(r->tools);
+	r->tools = NULL;
+	r->n_tools = 0;
+	free(r->tools_json);
+	r->tools_json = NULL;
+	json_decref(r->format_schema);
+	r->format_schema = NULL;
 }
 
 static void
@@ -60,6 +74,8 @@ request_defaults(struct openai_request *r, enum openai_kind kind)
 	r->prefill_ms = -1;
 	r->tpot_ms = -1;
 	r->error_after = -1;
+	r->parallel_tool_calls = 1;
+	r->n = 1;
 }
 
 /* True when v is the JSON string `lit` exactly (NUL bytes included). */
@@ -433,6 +449,158 @@ copy_content(const json_t *c, char *dst, size_t len)
 }
 
 /*
+ * An assistant message's "tool_calls" (absent, null, or 1..OPENAI_MAX_TOOLS
+ * objects {id: string, type: "function", function: {name: string,
+ * arguments: string}}), checked, and on success *dump is their compact
+ * JSON (the prompt's rendering; NULL when there are none).
+ */
+static enum ts_err
+check_tool_calls(const json_t *m, size_t i, char **dump,
+    struct http_error *err)
+{
+	const json_t *tc = json_object_get(m, "tool_calls");
+	char path[PATH_MAX_BYTES];
+	size_t j;
+
+	*dump = NULL;
+	if (!given(tc))
+		return TS_OK;
+	snprintf(path, sizeof(path), "messages[%zu].tool_calls", i);
+	if (!json_is_array(tc)) {
+		err_type(err, path, "an array", tc);
+		return TS_EINVAL;
+	}
+	if (json_array_size(tc) == 0) {
+		err_empty_array(err, path);
+		return TS_EINVAL;
+	}
+	if (json_array_size(tc) > OPENAI_MAX_TOOLS) {
+		err_array_long(err, path, OPENAI_MAX_TOOLS,
+		    json_array_size(tc));
+		return TS_ELIMIT;
+	}
+	for (j = 0; j < json_array_size(tc); j++) {
+		const json_t *c = json_array_get(tc, j), *f, *x;
+		static const char *const need[] = { "id", "type" };
+		size_t q;
+
+		snprintf(path, sizeof(path), "messages[%zu].tool_calls[%zu]",
+		    i, j);
+		if (!json_is_object(c)) {
+			err_type(err, path, "an object", c);
+			return TS_EINVAL;
+		}
+		for (q = 0; q < 2; q++) {
+			x = json_object_get(c, need[q]);
+			snprintf(path, sizeof(path),
+			    "messages[%zu].tool_calls[%zu].%s", i, j, need[q]);
+			if (!given(x)) {
+				err_missing(err, path);
+				return TS_EINVAL;
+			}
+			if (!json_is_string(x)) {
+				err_type(err, path, "a string", x);
+				return TS_EINVAL;
+			}
+		}
+		if (!str_is(json_object_get(c, "type"), "function")) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid value for '%s': only 'function' tool "
+			    "calls are supported.", path);
+			http_error_set_param(err, "%s", path);
+			return TS_EINVAL;
+		}
+		f = json_object_get(c, "function");
+		snprintf(path, sizeof(path),
+		    "messages[%zu].tool_calls[%zu].function", i, j);
+		if (!given(f)) {
+			err_missing(err, path);
+			return TS_EINVAL;
+		}
+		if (!json_is_object(f)) {
+			err_type(err, path, "an object", f);
+			return TS_EINVAL;
+		}
+		for (q = 0; q < 2; q++) {
+			const char *k = q == 0 ? "name" : "arguments";
+
+			x = json_object_get(f, k);
+			snprintf(path, sizeof(path),
+			    "messages[%zu].tool_calls[%zu].function.%s", i, j,
+			    k);
+			if (!given(x)) {
+				err_missing(err, path);
+				return TS_EINVAL;
+			}
+			if (!json_is_string(x)) {
+				err_type(err, path, "a string", x);
+				return TS_EINVAL;
+			}
+		}
+	}
+	*dump = json_dumps(tc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (*dump == NULL) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid 'messages[%zu].tool_calls': not encodable.", i);
+		http_error_set_param(err, "messages[%zu].tool_calls", i);
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/*
+ * A Responses API input item of type "function_call" ({call_id, name,
+ * arguments}: an assistant turn of one tool call, its JSON in *dump) or
+ * "function_call_output" ({call_id, output}: a tool's result, its text
+ * the message's content), checked into dst's role and *len.
+ */
+static enum ts_err
+check_call_item(const json_t *m, const char *field, size_t i,
+    struct openai_message *dst, char **dump, size_t *len,
+    struct http_error *err)
+{
+	static const char *const call[] = { "call_id", "name", "arguments" };
+	static const char *const out[] = { "call_id", "output" };
+	int is_call = str_is(json_object_get(m, "type"), "function_call");
+	const char *const *need = is_call ? call : out;
+	size_t k, n = is_call ? 3 : 2;
+	char path[PATH_MAX_BYTES];
+
+	for (k = 0; k < n; k++) {
+		const json_t *x = json_object_get(m, need[k]);
+
+		snprintf(path, sizeof(path), "%s[%zu].%s", field, i, need[k]);
+		if (!given(x)) {
+			err_missing(err, path);
+			return TS_EINVAL;
+		}
+		if (!json_is_string(x)) {
+			err_type(err, path, "a string", x);
+			return TS_EINVAL;
+		}
+	}
+	if (is_call) {
+		dst->role = OPENAI_ROLE_ASSISTANT;
+		json_t *o = json_pack("{s:O,s:O}", "name",
+		    json_object_get(m, "name"), "arguments",
+		    json_object_get(m, "arguments"));
+
+		*dump = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (*dump == NULL) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid '%s[%zu]': not encodable.", field, i);
+			return TS_EINVAL;
+		}
+		*len = strlen(*dump);
+	} else {
+		dst->role = OPENAI_ROLE_TOOL;
+		*len = json_string_length(json_object_get(m, "output"));
+	}
+	return TS_OK;
+}
+
+/*
  * The messages of a chat request ("messages") or of a Responses API
  * request ("input" as a list; its items are messages, with an optional
  * "type":"message"), after `first` leading slots the caller fills
@@ -449,6 +617,7 @@ parse_messages(const json_t *root, const char *field, size_t first,
 	char path[PATH_MAX_BYTES];
 	size_t i, n, total = used;
 	size_t *lens = NULL;
+	char **calls = NULL;
 	enum ts_err rc;
 
 	if (!given(v)) {
@@ -470,6 +639,7 @@ parse_messages(const json_t *root, const char *field, size_t first,
 		return TS_ELIMIT;
 	}
 	lens = xcalloc(n, sizeof(*lens));
+	calls = xcalloc(n, sizeof(*calls));
 	req->messages = xcalloc(first + n, sizeof(*req->messages));
 	for (i = 0; i < n; i++) {
 		const json_t *m = json_array_get(v, i), *role, *c, *t;
@@ -482,12 +652,24 @@ parse_messages(const json_t *root, const char *field, size_t first,
 			goto out;
 		}
 		t = json_object_get(m, "type");
+		if (req->kind == OPENAI_RESPONSES && (str_is(t,
+		    "function_call") || str_is(t, "function_call_output"))) {
+			/* an agent's history: a call the model made, or a
+			 * tool's result */
+			rc = check_call_item(m, field, i, dst, &calls[i],
+			    &lens[i], err);
+			if (rc != TS_OK)
+				goto out;
+			total += lens[i];
+			continue;
+		}
 		if (req->kind == OPENAI_RESPONSES && given(t) &&
 		    !str_is(t, "message")) {
 			snprintf(path, sizeof(path), "%s[%zu].type", field, i);
 			http_error_set(err, 400, ERR_TYPE, "unsupported_value",
-			    "Invalid value for '%s': tokstream takes only "
-			    "'message' input items.", path);
+			    "Invalid value for '%s': tokstream takes "
+			    "'message', 'function_call' and "
+			    "'function_call_output' input items.", path);
 			http_error_set_param(err, "%s", path);
 			rc = TS_EINVAL;
 			goto out;
@@ -510,35 +692,68 @@ parse_messages(const json_t *root, const char *field, size_t first,
 			dst->role = OPENAI_ROLE_USER;
 		} else if (str_is(role, "assistant")) {
 			dst->role = OPENAI_ROLE_ASSISTANT;
+		} else if (str_is(role, "tool") && req->kind == OPENAI_CHAT) {
+			dst->role = OPENAI_ROLE_TOOL;
 		} else {
 			/* OpenAI quotes the value; only a short, plain one */
 			if (quotable(role, 32))
 				http_error_set(err, 400, ERR_TYPE,
 				    "invalid_value", "Invalid value: '%s'. "
 				    "Supported values are: 'system', "
-				    "'developer', 'user' and 'assistant'.",
-				    json_string_value(role));
+				    "'developer', 'user', 'assistant'%s.",
+				    json_string_value(role),
+				    req->kind == OPENAI_CHAT ? " and 'tool'" :
+				    "");
 			else
 				http_error_set(err, 400, ERR_TYPE,
 				    "invalid_value", "Invalid value for '%s'."
 				    " Supported values are: 'system', "
-				    "'developer', 'user' and 'assistant'.",
-				    path);
+				    "'developer', 'user', 'assistant'%s.",
+				    path, req->kind == OPENAI_CHAT ?
+				    " and 'tool'" : "");
 			http_error_set_param(err, "%s", path);
 			rc = TS_EINVAL;
 			goto out;
 		}
 		c = json_object_get(m, "content");
-		if (!given(c)) {
+		if (dst->role == OPENAI_ROLE_ASSISTANT &&
+		    req->kind == OPENAI_CHAT) {
+			rc = check_tool_calls(m, i, &calls[i], err);
+			if (rc != TS_OK)
+				goto out;
+		}
+		if (dst->role == OPENAI_ROLE_TOOL) {
+			t = json_object_get(m, "tool_call_id");
+			snprintf(path, sizeof(path), "%s[%zu].tool_call_id",
+			    field, i);
+			if (!given(t)) {
+				err_missing(err, path);
+				rc = TS_EINVAL;
+				goto out;
+			}
+			if (!json_is_string(t)) {
+				err_type(err, path, "a string", t);
+				rc = TS_EINVAL;
+				goto out;
+			}
+		}
+		if (!given(c) && calls[i] != NULL) {
+			lens[i] = 0;    /* an assistant turn of tool calls */
+		} else if (!given(c)) {
 			snprintf(path, sizeof(path), "%s[%zu].content", field,
 			    i);
 			err_missing(err, path);
 			rc = TS_EINVAL;
 			goto out;
+		} else {
+			rc = check_content(c, field, req->kind, i, &lens[i],
+			    err);
+			if (rc != TS_OK)
+				goto out;
 		}
-		rc = check_content(c, field, req->kind, i, &lens[i], err);
-		if (rc != TS_OK)
-			goto out;
+		/* tool calls are rendered after the content, on a line */
+		if (calls[i] != NULL)
+			lens[i] += strlen(calls[i]) + (lens[i] > 0);
 		total += lens[i];
 		if (total > OPENAI_MAX_CONTENT_BYTES) {
 			http_error_set(err, 400, ERR_TYPE,
@@ -553,18 +768,37 @@ parse_messages(const json_t *root, const char *field, size_t first,
 		}
 	}
 	for (i = 0; i < n; i++) {
-		const json_t *c = json_object_get(json_array_get(v, i),
-		    "content");
+		const json_t *item = json_array_get(v, i);
+		const json_t *c = json_object_get(item, "content");
 		struct openai_message *dst = &req->messages[first + i];
+		size_t own = lens[i];
+
+		if (!given(c))
+			c = json_object_get(item, "output");
 
 		dst->content = xmalloc(lens[i] + 1);
 		dst->content_len = lens[i];
-		copy_content(c, dst->content, lens[i]);
+		if (calls[i] != NULL)
+			own = lens[i] - strlen(calls[i]) -
+			    (lens[i] > strlen(calls[i]));
+		if (given(c))
+			copy_content(c, dst->content, own);
+		if (calls[i] != NULL) {
+			size_t cl = strlen(calls[i]);
+
+			if (own > 0)
+				dst->content[own] = '\n';
+			memcpy(dst->content + lens[i] - cl, calls[i], cl);
+		}
+		dst->content[lens[i]] = '\0';
 	}
 	req->n_messages = first + n;
 	rc = TS_OK;
 out:
 	free(lens);
+	for (i = 0; i < n; i++)
+		free(calls[i]);
+	free(calls);
 	if (rc != TS_OK) {
 		/* nothing was copied yet: only the array to free */
 		free(req->messages);
@@ -720,22 +954,352 @@ parse_stream(const json_t *root, struct openai_request *req,
 	return TS_OK;
 }
 
-/* "n": tokstream generates one choice, so only 1 (or absent) is valid. */
+/* "n": choices, each its own sequence (1..OPENAI_MAX_N; the Responses
+ * API has one). */
 static enum ts_err
-parse_n(const json_t *root, struct http_error *err)
+parse_n(const json_t *root, struct openai_request *req,
+    struct http_error *err)
 {
 	long long v;
 	int r;
 
-	r = get_int(root, "n", 1, INT64_MAX, &v, err);
+	r = get_int(root, "n", 1, req->kind == OPENAI_RESPONSES ? 1 :
+	    OPENAI_MAX_N, &v, err);
 	if (r < 0)
 		return TS_EINVAL;
-	if (r > 0 && v != 1) {
-		http_error_set(err, 400, ERR_TYPE, "unsupported_value",
-		    "tokstream generates one choice per request: 'n' must "
-		    "be 1, but got %lld.", v);
-		http_error_set_param(err, "n");
+	req->n = r > 0 ? (uint32_t)v : 1;
+	return TS_OK;
+}
+
+/* A function name as OpenAI takes it: [a-zA-Z0-9_-]{1,64}. */
+static int
+tool_name_ok(const json_t *v)
+{
+	const char *p = json_string_value(v);
+	size_t i, n = json_string_length(v);
+
+	if (n == 0 || n > OPENAI_MAX_TOOL_NAME)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' &&
+		    p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9') ||
+		    p[i] == '_' || p[i] == '-'))
+			return 0;
+	return 1;
+}
+
+/* A JSON Schema the generator must satisfy (a tool's parameters or a
+ * json_schema response format), checked at `param`. */
+static enum ts_err
+check_schema(const json_t *schema, const char *param,
+    struct http_error *err)
+{
+	char msg[200];
+
+	if (!json_is_object(schema) && !json_is_true(schema)) {
+		err_type(err, param, "an object (a JSON Schema)", schema);
 		return TS_EINVAL;
+	}
+	if (schema_gen_check(schema, msg, sizeof(msg)) != TS_OK) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid schema for '%s': %s", param, msg);
+		http_error_set_param(err, "%s", param);
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/*
+ * "tools" (chat: [{type: "function", function: {name, description,
+ * parameters, strict}}]), "tool_choice" and "parallel_tool_calls".
+ */
+static enum ts_err
+parse_tools(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *v = json_object_get(root, "tools");
+	const json_t *tc = json_object_get(root, "tool_choice");
+	char path[PATH_MAX_BYTES];
+	size_t i, j, n;
+
+	if (get_bool(root, "parallel_tool_calls", "parallel_tool_calls",
+	    &req->parallel_tool_calls, err) < 0)
+		return TS_EINVAL;
+	if (!given(v)) {
+		if (given(tc)) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid value for 'tool_choice': 'tool_choice' "
+			    "is only allowed when 'tools' are specified.");
+			http_error_set_param(err, "tool_choice");
+			return TS_EINVAL;
+		}
+		return TS_OK;
+	}
+	if (req->kind == OPENAI_COMPLETIONS) {
+		http_error_set(err, 400, ERR_TYPE, "unsupported_parameter",
+		    "Unsupported parameter: 'tools' is served on "
+		    "/v1/chat/completions and /v1/responses.");
+		http_error_set_param(err, "tools");
+		return TS_EINVAL;
+	}
+	if (!json_is_array(v)) {
+		err_type(err, "tools", "an array", v);
+		return TS_EINVAL;
+	}
+	n = json_array_size(v);
+	if (n > OPENAI_MAX_TOOLS) {
+		err_array_long(err, "tools", OPENAI_MAX_TOOLS, n);
+		return TS_ELIMIT;
+	}
+	req->tools = xcalloc(n + 1, sizeof(*req->tools));
+	for (i = 0; i < n; i++) {
+		const json_t *t = json_array_get(v, i), *f, *x;
+
+		snprintf(path, sizeof(path), "tools[%zu]", i);
+		if (!json_is_object(t)) {
+			err_type(err, path, "an object", t);
+			return TS_EINVAL;
+		}
+		x = json_object_get(t, "type");
+		snprintf(path, sizeof(path), "tools[%zu].type", i);
+		if (!given(x)) {
+			err_missing(err, path);
+			return TS_EINVAL;
+		}
+		if (!str_is(x, "function")) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid value for '%s': tokstream takes "
+			    "'function' tools only.", path);
+			http_error_set_param(err, "%s", path);
+			return TS_EINVAL;
+		}
+		/* chat nests the function, the Responses API does not */
+		f = req->kind == OPENAI_RESPONSES ? t :
+		    json_object_get(t, "function");
+		snprintf(path, sizeof(path), "tools[%zu].function", i);
+		if (!given(f)) {
+			err_missing(err, path);
+			return TS_EINVAL;
+		}
+		if (!json_is_object(f)) {
+			err_type(err, path, "an object", f);
+			return TS_EINVAL;
+		}
+		x = json_object_get(f, "name");
+		snprintf(path, sizeof(path), req->kind == OPENAI_RESPONSES ?
+		    "tools[%zu].name" : "tools[%zu].function.name", i);
+		if (!given(x)) {
+			err_missing(err, path);
+			return TS_EINVAL;
+		}
+		if (!json_is_string(x) || !tool_name_ok(x)) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid '%s': a function name is 1 to 64 of "
+			    "a-z, A-Z, 0-9, '_' and '-'.", path);
+			http_error_set_param(err, "%s", path);
+			return TS_EINVAL;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(req->tools[j].name,
+			    json_string_value(x)) == 0) {
+				http_error_set(err, 400, ERR_TYPE,
+				    "invalid_value", "Invalid '%s': the "
+				    "function '%s' is defined twice.", path,
+				    json_string_value(x));
+				http_error_set_param(err, "%s", path);
+				return TS_EINVAL;
+			}
+		req->tools[i].name = xstrndup(json_string_value(x),
+		    json_string_length(x));
+		req->tools[i].name_len = json_string_length(x);
+		req->n_tools = i + 1;
+		x = json_object_get(f, "parameters");
+		snprintf(path, sizeof(path), req->kind == OPENAI_RESPONSES ?
+		    "tools[%zu].parameters" : "tools[%zu].function.parameters",
+		    i);
+		if (given(x)) {
+			if (check_schema(x, path, err) != TS_OK)
+				return TS_EINVAL;
+			req->tools[i].parameters = json_incref((json_t *)x);
+		} else {
+			/* OpenAI: omitting parameters defines a function
+			 * with an empty parameter list */
+			req->tools[i].parameters = json_pack("{s:s,s:{}}",
+			    "type", "object", "properties");
+		}
+	}
+	req->tools_json = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!given(tc) || str_is(tc, "auto")) {
+		req->tool_choice = OPENAI_TOOL_AUTO;
+	} else if (str_is(tc, "none")) {
+		req->tool_choice = OPENAI_TOOL_NONE;
+	} else if (str_is(tc, "required")) {
+		req->tool_choice = OPENAI_TOOL_REQUIRED;
+	} else if (json_is_object(tc)) {
+		const json_t *f = req->kind == OPENAI_RESPONSES ? tc :
+		    json_object_get(tc, "function"), *x;
+
+		x = json_is_object(f) ? json_object_get(f, "name") : NULL;
+		if (!str_is(json_object_get(tc, "type"), "function") ||
+		    !json_is_string(x)) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid 'tool_choice': an object must be "
+			    "{\"type\": \"function\", \"function\": "
+			    "{\"name\": NAME}}.");
+			http_error_set_param(err, "tool_choice");
+			return TS_EINVAL;
+		}
+		for (j = 0; j < req->n_tools; j++)
+			if (strlen(req->tools[j].name) ==
+			    json_string_length(x) && memcmp(req->tools[j].name,
+			    json_string_value(x), json_string_length(x)) == 0)
+				break;
+		if (j == req->n_tools) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid 'tool_choice': no function of that name "
+			    "is in 'tools'.");
+			http_error_set_param(err, "tool_choice");
+			return TS_EINVAL;
+		}
+		req->tool_choice = OPENAI_TOOL_NAMED;
+		req->tool_named = j;
+	} else {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid value for 'tool_choice': use 'none', 'auto', "
+		    "'required' or {\"type\": \"function\", \"function\": "
+		    "{\"name\": NAME}}.");
+		http_error_set_param(err, "tool_choice");
+		return TS_EINVAL;
+	}
+	if (n == 0 && (req->tool_choice == OPENAI_TOOL_REQUIRED)) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid value for 'tool_choice': 'required' needs at "
+		    "least one tool.");
+		http_error_set_param(err, "tool_choice");
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* The schema "json_object" output follows: an object with an answer. */
+static const char format_object_schema[] =
+    "{\"type\":\"object\",\"properties\":{\"answer\":{\"type\":\"string\","
+    "\"minLength\":1,\"maxLength\":80},\"confidence\":{\"type\":\"number\","
+    "\"minimum\":0,\"maximum\":1}},\"required\":[\"answer\","
+    "\"confidence\"],\"additionalProperties\":false}";
+
+/* "response_format" (chat): {type: "text"}, {type: "json_object"} or
+ * {type: "json_schema", json_schema: {name, schema, strict,
+ * description}}. */
+static enum ts_err
+parse_format(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *v = json_object_get(root, "response_format"), *t, *js, *x;
+
+	if (!given(v))
+		return TS_OK;
+	if (req->kind != OPENAI_CHAT) {
+		http_error_set(err, 400, ERR_TYPE, "unsupported_parameter",
+		    "Unsupported parameter: 'response_format' is served on "
+		    "/v1/chat/completions only.");
+		http_error_set_param(err, "response_format");
+		return TS_EINVAL;
+	}
+	if (!json_is_object(v)) {
+		err_type(err, "response_format", "an object", v);
+		return TS_EINVAL;
+	}
+	t = json_object_get(v, "type");
+	if (!given(t)) {
+		err_missing(err, "response_format.type");
+		return TS_EINVAL;
+	}
+	if (str_is(t, "text"))
+		return TS_OK;
+	if (str_is(t, "json_object")) {
+		req->format = OPENAI_FORMAT_JSON_OBJECT;
+		req->format_schema = json_loads(format_object_schema, 0, NULL);
+		return TS_OK;
+	}
+	if (!str_is(t, "json_schema")) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid value for 'response_format.type': use 'text', "
+		    "'json_object' or 'json_schema'.");
+		http_error_set_param(err, "response_format.type");
+		return TS_EINVAL;
+	}
+	js = json_object_get(v, "json_schema");
+	if (!given(js)) {
+		err_missing(err, "response_format.json_schema");
+		return TS_EINVAL;
+	}
+	if (!json_is_object(js)) {
+		err_type(err, "response_format.json_schema", "an object", js);
+		return TS_EINVAL;
+	}
+	x = json_object_get(js, "name");
+	if (!given(x)) {
+		err_missing(err, "response_format.json_schema.name");
+		return TS_EINVAL;
+	}
+	if (!json_is_string(x) || !tool_name_ok(x)) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid 'response_format.json_schema.name': 1 to 64 of "
+		    "a-z, A-Z, 0-9, '_' and '-'.");
+		http_error_set_param(err, "response_format.json_schema.name");
+		return TS_EINVAL;
+	}
+	x = json_object_get(js, "schema");
+	req->format = OPENAI_FORMAT_JSON_SCHEMA;
+	if (!given(x)) {
+		req->format_schema = json_loads(format_object_schema, 0, NULL);
+		return TS_OK;
+	}
+	if (check_schema(x, "response_format.json_schema.schema", err) !=
+	    TS_OK)
+		return TS_EINVAL;
+	req->format_schema = json_incref((json_t *)x);
+	return TS_OK;
+}
+
+/* Chat "logprobs" (bool) and "top_logprobs" (0..20, only with logprobs
+ * true); completions "logprobs" (0..5: the sampled token's and that many
+ * alternatives). */
+static enum ts_err
+parse_logprobs(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	long long v;
+	int r;
+
+	if (req->kind == OPENAI_COMPLETIONS) {
+		r = get_int(root, "logprobs", 0,
+		    OPENAI_MAX_COMPLETION_LOGPROBS, &v, err);
+		if (r < 0)
+			return TS_EINVAL;
+		if (r > 0) {
+			req->logprobs = 1;
+			req->top_logprobs = (uint32_t)v;
+		}
+		return TS_OK;
+	}
+	if (req->kind == OPENAI_RESPONSES)
+		return TS_OK;
+	if (get_bool(root, "logprobs", "logprobs", &req->logprobs, err) < 0)
+		return TS_EINVAL;
+	r = get_int(root, "top_logprobs", 0, OPENAI_MAX_TOP_LOGPROBS, &v, err);
+	if (r < 0)
+		return TS_EINVAL;
+	if (r > 0) {
+		if (!req->logprobs) {
+			http_error_set(err, 400, ERR_TYPE, "invalid_value",
+			    "Invalid value for 'top_logprobs': 'logprobs' "
+			    "must be true when 'top_logprobs' is given.");
+			http_error_set_param(err, "top_logprobs");
+			return TS_EINVAL;
+		}
+		req->top_logprobs = (uint32_t)v;
 	}
 	return TS_OK;
 }
@@ -891,9 +1455,12 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 	if (get_number(root, "temperature", 0, 0, 2, &req->temperature,
 	    err) < 0 ||
 	    get_number(root, "top_p", 0, 1, 1, &req->top_p, err) < 0 ||
-	    parse_n(root, err) != TS_OK ||
+	    parse_n(root, req, err) != TS_OK ||
 	    parse_stream(root, req, err) != TS_OK ||
-	    parse_stop(root, req, err) != TS_OK)
+	    parse_stop(root, req, err) != TS_OK ||
+	    parse_tools(root, req, err) != TS_OK ||
+	    parse_format(root, req, err) != TS_OK ||
+	    parse_logprobs(root, req, err) != TS_OK)
 		goto out;
 	r = get_int(root, "seed", INT64_MIN, INT64_MAX, &v, err);
 	if (r < 0)

@@ -13,6 +13,8 @@
 #ifndef TS_OPENAI_PARSE_H
 #define TS_OPENAI_PARSE_H
 
+#include <jansson.h>
+
 #include "openai/openai.h"
 
 /* One chat message. `content` is the string, or the text parts joined
@@ -21,6 +23,30 @@ struct openai_message {
 	enum openai_role role;
 	char *content;           /* NUL-terminated; may hold NUL bytes */
 	size_t content_len;      /* bytes */
+};
+
+/* One function the model may call (chat "tools"; the Responses API's
+ * flat form too). */
+struct openai_tool {
+	char *name;              /* [a-zA-Z0-9_-]{1,64}, NUL-terminated */
+	size_t name_len;
+	json_t *parameters;      /* its JSON Schema (a reference the request
+				  * holds), {"type":"object"} if none */
+};
+
+/* What "tool_choice" asks. */
+enum openai_tool_choice {
+	OPENAI_TOOL_AUTO,        /* the model decides (the default) */
+	OPENAI_TOOL_NONE,        /* never call */
+	OPENAI_TOOL_REQUIRED,    /* call at least one */
+	OPENAI_TOOL_NAMED        /* call tool_named */
+};
+
+/* What "response_format" asks. */
+enum openai_format {
+	OPENAI_FORMAT_TEXT,
+	OPENAI_FORMAT_JSON_OBJECT,
+	OPENAI_FORMAT_JSON_SCHEMA
 };
 
 /* One stop sequence, 1..OPENAI_MAX_STOP_BYTES bytes; owned. */
@@ -55,6 +81,7 @@ struct openai_request {
 				  * 16), chat 1..8192 (default 256) */
 	double temperature;      /* [0, 2], default 1 */
 	double top_p;            /* (0, 1], default 1 */
+	uint32_t n;              /* choices, 1..OPENAI_MAX_N (default 1) */
 	int stream;              /* 1: answer with SSE chunks */
 	int include_usage;       /* 1: stream_options.include_usage (only
 				  * ever 1 with stream) */
@@ -66,6 +93,22 @@ struct openai_request {
 	int32_t prefill_ms;      /* lab knobs as in http.h: -1, or the */
 	int32_t tpot_ms;         /* override in ms / the token index of */
 	int32_t error_after;     /* an injected error */
+	/* logprobs: chat "logprobs": true with "top_logprobs" 0..20;
+	 * completions "logprobs": N (0..5) */
+	int logprobs;            /* 1: every token carries its logprob */
+	uint32_t top_logprobs;   /* alternatives per token */
+	/* tools (chat): OPENAI_MAX_TOOLS at most; NULL, 0 without */
+	struct openai_tool *tools;
+	size_t n_tools;
+	enum openai_tool_choice tool_choice;
+	size_t tool_named;       /* OPENAI_TOOL_NAMED: index in tools */
+	int parallel_tool_calls; /* default 1 */
+	char *tools_json;        /* the tools as the prompt renders them
+				  * (compact JSON of the request's array) */
+	/* response_format */
+	enum openai_format format;
+	json_t *format_schema;   /* OPENAI_FORMAT_JSON_SCHEMA: the schema
+				  * (a reference), else NULL */
 };
 
 /* Frees what *r owns and leaves it empty (pointers NULL). Accepts NULL. */

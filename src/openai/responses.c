@@ -68,9 +68,10 @@ message_item(const struct openai_resp_meta *m, const char *status,
 static json_t *
 usage_json(const struct openai_usage *u)
 {
-	return json_pack("{s:I,s:{s:i,s:i},s:I,s:{s:i},s:I}", "input_tokens",
+	return json_pack("{s:I,s:{s:I,s:i},s:I,s:{s:i},s:I}", "input_tokens",
 	    (json_int_t)u->prompt_tokens, "input_tokens_details",
-	    "cached_tokens", 0, "cache_write_tokens", 0, "output_tokens",
+	    "cached_tokens", (json_int_t)u->cached_tokens,
+	    "cache_write_tokens", 0, "output_tokens",
 	    (json_int_t)u->completion_tokens, "output_tokens_details",
 	    "reasoning_tokens", 0, "total_tokens",
 	    (json_int_t)u->prompt_tokens + (json_int_t)u->completion_tokens);
@@ -202,7 +203,8 @@ at_part(const struct openai_resp_stream *s)
 }
 
 enum ts_err
-openai_resp_encode_start(struct ts_buf *b, struct openai_resp_stream *s)
+openai_resp_encode_start_calls(struct ts_buf *b,
+    struct openai_resp_stream *s)
 {
 	size_t start = b->len;
 	uint64_t seq = s->seq;
@@ -213,7 +215,21 @@ openai_resp_encode_start(struct ts_buf *b, struct openai_resp_stream *s)
 	    NULL, 0)))) != TS_OK ||
 	    (rc = event(b, s, "response.in_progress", put(json_object(),
 	    "response", response_json(&s->meta, ST_IN_PROGRESS, json_array(),
-	    NULL, 0)))) != TS_OK ||
+	    NULL, 0)))) != TS_OK) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}
+
+enum ts_err
+openai_resp_encode_start(struct ts_buf *b, struct openai_resp_stream *s)
+{
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	enum ts_err rc;
+
+	if ((rc = openai_resp_encode_start_calls(b, s)) != TS_OK ||
 	    (rc = event(b, s, "response.output_item.added", put(json_pack(
 	    "{s:i}", "output_index", 0), "item", message_item(&s->meta,
 	    ST_IN_PROGRESS, NULL, 0)))) != TS_OK ||
@@ -298,4 +314,112 @@ openai_resp_encode_error(struct ts_buf *b, struct openai_resp_stream *s,
 		s->seq = seq;
 	}
 	return rc;
+}
+
+/* ---- function calls ---------------------------------------------------- */
+
+/* {"type":"function_call","id":"fc_<id>_<i>","call_id","name",
+ * "arguments","status"} */
+static json_t *
+call_item(const struct openai_resp_meta *m, uint32_t i,
+    const struct openai_tool_call *c, const char *args, size_t len,
+    const char *status)
+{
+	char id[48];
+
+	snprintf(id, sizeof(id), "fc_%llu_%u", (unsigned long long)m->id, i);
+	return json_pack("{s:s,s:s,s:s,s:s,s:s%,s:s}", "type",
+	    "function_call", "id", id, "call_id", c->id, "name", c->name,
+	    "arguments", args, len, "status", status);
+}
+
+static json_t *
+calls_output(const struct openai_resp_meta *m,
+    const struct openai_tool_call *c, size_t n, enum openai_finish f)
+{
+	json_t *a = json_array();
+	size_t i;
+
+	for (i = 0; i < n && a != NULL; i++) {
+		json_t *it = call_item(m, (uint32_t)i, &c[i], c[i].args,
+		    c[i].args_len, final_status(f));
+
+		if (it == NULL || json_array_append_new(a, it) != 0) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+enum ts_err
+openai_resp_encode_calls(struct ts_buf *b, const struct openai_resp_meta *m,
+    const struct openai_tool_call *calls, size_t n,
+    enum openai_finish finish, const struct openai_usage *u)
+{
+	return emit(b, response_json(m, final_status(finish),
+	    calls_output(m, calls, n, finish), usage_json(u),
+	    finish == OPENAI_FINISH_LENGTH), NULL);
+}
+
+/* {"item_id":"fc_<id>_<i>","output_index":i} */
+static json_t *
+at_call(const struct openai_resp_stream *s, uint32_t i)
+{
+	char id[48];
+
+	snprintf(id, sizeof(id), "fc_%llu_%u", (unsigned long long)s->meta.id,
+	    i);
+	return json_pack("{s:s,s:i}", "item_id", id, "output_index", (int)i);
+}
+
+enum ts_err
+openai_resp_encode_call_added(struct ts_buf *b, struct openai_resp_stream *s,
+    uint32_t i, const struct openai_tool_call *c)
+{
+	return event(b, s, "response.output_item.added", put(json_pack(
+	    "{s:i}", "output_index", (int)i), "item", call_item(&s->meta, i, c,
+	    "", 0, ST_IN_PROGRESS)));
+}
+
+enum ts_err
+openai_resp_encode_call_delta(struct ts_buf *b, struct openai_resp_stream *s,
+    uint32_t i, const char *frag, size_t len)
+{
+	return event(b, s, "response.function_call_arguments.delta",
+	    put(at_call(s, i), "delta", json_stringn(frag, len)));
+}
+
+enum ts_err
+openai_resp_encode_call_done(struct ts_buf *b, struct openai_resp_stream *s,
+    uint32_t i, const struct openai_tool_call *c, enum openai_finish f)
+{
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	enum ts_err rc;
+
+	if ((rc = event(b, s, "response.function_call_arguments.done",
+	    put(at_call(s, i), "arguments", json_stringn(c->args,
+	    c->args_len)))) != TS_OK ||
+	    (rc = event(b, s, "response.output_item.done", put(json_pack(
+	    "{s:i}", "output_index", (int)i), "item", call_item(&s->meta, i, c,
+	    c->args, c->args_len, final_status(f))))) != TS_OK) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}
+
+enum ts_err
+openai_resp_encode_end_calls(struct ts_buf *b, struct openai_resp_stream *s,
+    const struct openai_tool_call *calls, size_t n,
+    enum openai_finish finish, const struct openai_usage *u)
+{
+	const struct openai_resp_meta *m = &s->meta;
+
+	return event(b, s, finish == OPENAI_FINISH_LENGTH ?
+	    "response.incomplete" : "response.completed", put(json_object(),
+	    "response", response_json(m, final_status(finish),
+	    calls_output(m, calls, n, finish), usage_json(u),
+	    finish == OPENAI_FINISH_LENGTH)));
 }

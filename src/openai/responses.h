@@ -101,4 +101,36 @@ enum ts_err openai_resp_encode_error(struct ts_buf *b,
     struct openai_resp_stream *s, const struct http_error *err,
     const char *text, size_t len, const struct openai_usage *u);
 
+/*
+ * Function calls (OpenAI API reference, Responses, function calling): an
+ * answer of tool calls has one output item per call, {"type":
+ * "function_call","id":"fc_<id>_<i>","call_id","name","arguments",
+ * "status"}, instead of the message. Whole: openai_resp_encode_calls
+ * (status and incomplete_details as openai_resp_encode). Streamed:
+ * openai_resp_encode_start_calls (response.created and .in_progress),
+ * then per call openai_resp_encode_call_added
+ * (response.output_item.added, arguments ""), its
+ * response.function_call_arguments.delta events, and
+ * openai_resp_encode_call_done (response.function_call_arguments.done
+ * and response.output_item.done), then openai_resp_encode_end_calls
+ * (response.completed or .incomplete with every call). Nothing is
+ * appended on error.
+ */
+enum ts_err openai_resp_encode_calls(struct ts_buf *b,
+    const struct openai_resp_meta *m, const struct openai_tool_call *calls,
+    size_t n, enum openai_finish finish, const struct openai_usage *u);
+enum ts_err openai_resp_encode_start_calls(struct ts_buf *b,
+    struct openai_resp_stream *s);
+enum ts_err openai_resp_encode_call_added(struct ts_buf *b,
+    struct openai_resp_stream *s, uint32_t i,
+    const struct openai_tool_call *c);
+enum ts_err openai_resp_encode_call_delta(struct ts_buf *b,
+    struct openai_resp_stream *s, uint32_t i, const char *frag, size_t len);
+enum ts_err openai_resp_encode_call_done(struct ts_buf *b,
+    struct openai_resp_stream *s, uint32_t i,
+    const struct openai_tool_call *c, enum openai_finish f);
+enum ts_err openai_resp_encode_end_calls(struct ts_buf *b,
+    struct openai_resp_stream *s, const struct openai_tool_call *calls,
+    size_t n, enum openai_finish finish, const struct openai_usage *u);
+
 #endif /* TS_OPENAI_RESPONSES_H */

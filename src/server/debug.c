@@ -211,6 +211,10 @@ debug_generated(struct server *srv, struct reply *rp)
 		    json_real((double)rec.queue_us / 1000.0));
 		json_object_set_new(obj, "wasted", json_integer(
 		    (json_int_t)rec.wasted));
+		/* of prompt_tokens, found in the prefix cache (OpenAI's
+		 * usage.prompt_tokens_details.cached_tokens) */
+		json_object_set_new(obj, "cached_tokens", json_integer(
+		    (json_int_t)rec.cached_tokens));
 		json_object_set_new(obj, "cancel_cause", rec.cause >= 1 &&
 		    rec.cause <= 3 ? json_string(causes[rec.cause]) :
 		    json_null());

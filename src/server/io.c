@@ -79,6 +79,7 @@ struct io_conn {
 	int writable;                 /* EPOLLOUT said so: pump even if
 				       * blocked */
 	int closed;                   /* freed at the end of the pass */
+	uint64_t news_pass;           /* take_news pass that queued it */
 	struct io_conn *ka_prev, *ka_next;  /* keep-alives, by deadline */
 	struct io_conn *st_prev, *st_next;  /* stalls, by blocked_since */
 	struct io_conn *next;         /* inbox, or the closed list */
@@ -101,6 +102,9 @@ struct io_thread {
 	struct io_list stalls;        /* streams waiting for room */
 	struct io_conn *closed;       /* to free after this pass */
 	atomic_int nconns;
+	struct io_conn **pump;        /* take_news: the streams to pump */
+	size_t npump, cap_pump;
+	uint64_t pass;
 };
 
 struct io {
@@ -370,26 +374,43 @@ take_inbox(struct io_thread *t, int64_t now)
 			ic_close(ic, now, ENGINE_CAUSE_CLIENT_GONE);
 			continue;
 		}
-		engine_seq_listen(t->io->srv->engine, ic->relay->seq,
+		relay_listen(ic->relay,
 		    &t->listener);
 	}
 }
 
-/* Pumps every stream the engine has news of, in the order it pushed
- * them (the batch's order, so each step writes in the same order). */
+/*
+ * Pumps every stream the engine has news of, in the order it pushed
+ * them (the batch's order, so each step writes in the same order). A
+ * response of n choices has n sequences on the list: its stream is
+ * pumped once, and the list is read whole before any pump, since a pump
+ * that ends a response releases all its sequences (the later ones on
+ * the list with them).
+ */
 static void
 take_news(struct io_thread *t, int64_t now)
 {
-	struct engine_seq *s = engine_listener_take(&t->listener), *next;
+	struct engine_seq *s = engine_listener_take(&t->listener);
+	size_t i;
 
-	for (; s != NULL; s = next) {
-		struct conn *c;
+	t->pass++;
+	t->npump = 0;
+	for (; s != NULL; s = engine_seq_next_news(s)) {
+		struct conn *c = engine_seq_user(s);
+		struct io_conn *ic = c != NULL ? c->io : NULL;
 
-		next = engine_seq_next_news(s);
-		c = engine_seq_user(s);
-		if (c != NULL && c->io != NULL)
-			ic_pump(c->io, now);
+		if (ic == NULL || ic->news_pass == t->pass)
+			continue;
+		ic->news_pass = t->pass;
+		if (t->npump == t->cap_pump) {
+			t->cap_pump = t->cap_pump ? 2 * t->cap_pump : 64;
+			t->pump = xrealloc(t->pump, t->cap_pump *
+			    sizeof(*t->pump));
+		}
+		t->pump[t->npump++] = ic;
 	}
+	for (i = 0; i < t->npump; i++)
+		ic_pump(t->pump[i], now);
 }
 
 /* Keep-alives due and streams stalled too long; returns the epoll

@@ -123,7 +123,7 @@ stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 }
 
 static const struct relay_ops stream_ops = {
-	stream_token, lab_sse_keepalive, stream_end, lab_resp_free, 1
+	stream_token, lab_sse_keepalive, stream_end, lab_resp_free, 1, NULL
 };
 
 /*
@@ -389,7 +389,8 @@ generate_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 }
 
 static const struct relay_ops generate_ops = {
-	lab_collect_token, lab_json_keepalive, generate_end, lab_resp_free, 0
+	lab_collect_token, lab_json_keepalive, generate_end, lab_resp_free, 0,
+	NULL
 };
 
 /*

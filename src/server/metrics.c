@@ -28,7 +28,7 @@
 #endif
 
 #define METRICS_MAGIC "TOKMETR1"
-#define METRICS_VERSION 1u
+#define METRICS_VERSION 2u
 #define METRICS_HIST_WORDS 32u     /* words per histogram in the file */
 #define METRICS_SUM_WORD 24u       /* the word holding the sum, in us */
 #define METRICS_COUNTER_WORDS 16u
@@ -58,6 +58,8 @@ struct metrics_slot {
 	aword running;
 	aword waiting;
 	aword token;            /* the owner's process_token */
+	aword kv_used;          /* prefix cache blocks in use */
+	aword kv_blocks;        /* ... of this many */
 };
 
 struct metrics_file {
@@ -71,9 +73,9 @@ struct metrics_file {
 #define METRICS_FILE_SIZE sizeof(struct metrics_file)
 
 _Static_assert(sizeof(struct metrics_header) == 64, "header is 64 bytes");
-_Static_assert(sizeof(struct metrics_slot) == 32, "slot is 32 bytes");
-_Static_assert(sizeof(struct metrics_file) == 5376,
-    "metrics.h documents 5376 bytes");
+_Static_assert(sizeof(struct metrics_slot) == 48, "slot is 48 bytes");
+_Static_assert(sizeof(struct metrics_file) == 7424,
+    "metrics.h documents 7424 bytes");
 _Static_assert(METRICS_COUNTER_COUNT <= METRICS_COUNTER_WORDS,
     "counters fit their words");
 _Static_assert(METRICS_REASON_COUNT <= METRICS_REASON_WORDS,
@@ -148,6 +150,25 @@ static const struct metrics_counter_desc {
 	    "tokstream:requests_rejected_total",
 	    "Requests refused before generation, by reason "
 	    "(queue_full: answered 429).", "{reason=\"queue_full\"}" },
+	[METRICS_PREFIX_QUERIES] = { "tokstream:prefix_cache_queries_total",
+	    "Prompt tokens looked up in the prefix cache (vLLM's "
+	    "prefix_cache_queries).", "" },
+	[METRICS_PREFIX_HITS] = { "tokstream:prefix_cache_hits_total",
+	    "Prompt tokens found in the prefix cache (vLLM's "
+	    "prefix_cache_hits).", "" },
+#define INJECTED(k, name) [METRICS_INJECTED + (k) - 1] = { \
+	    "tokstream:injected_failures_total", "Failures injected, by " \
+	    "type (--failure-injection-rate, X-Tokstream-Failure).", \
+	    "{type=\"" name "\"}" }
+	INJECTED(1, "rate_limit"),
+	INJECTED(2, "server_error"),
+	INJECTED(3, "overloaded"),
+	INJECTED(4, "context_length"),
+	INJECTED(5, "invalid_api_key"),
+	INJECTED(6, "timeout"),
+	INJECTED(7, "midstream_error"),
+	INJECTED(8, "midstream_cut"),
+#undef INJECTED
 };
 
 static const char *const reason_name[METRICS_REASON_COUNT] = {
@@ -323,6 +344,8 @@ slot_cleanup(struct metrics *m)
 			continue;
 		atomic_store_explicit(&s->running, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->waiting, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->kv_used, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->kv_blocks, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->token, 0, memory_order_relaxed);
 		atomic_compare_exchange_strong(&s->pid, &w, 0);
 	}
@@ -351,6 +374,8 @@ slot_claim(struct metrics *m)
 			continue;
 		atomic_store_explicit(&s->running, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->waiting, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->kv_used, 0, memory_order_relaxed);
+		atomic_store_explicit(&s->kv_blocks, 0, memory_order_relaxed);
 		atomic_store_explicit(&s->token, m->token,
 		    memory_order_relaxed);
 		atomic_store_explicit(&s->pid, m->pid, memory_order_release);
@@ -499,6 +524,10 @@ metrics_close(struct metrics *m)
 		    memory_order_relaxed);
 		atomic_store_explicit(&m->slot->waiting, 0,
 		    memory_order_relaxed);
+		atomic_store_explicit(&m->slot->kv_used, 0,
+		    memory_order_relaxed);
+		atomic_store_explicit(&m->slot->kv_blocks, 0,
+		    memory_order_relaxed);
 		atomic_store_explicit(&m->slot->token, 0,
 		    memory_order_relaxed);
 		w = m->pid;
@@ -537,6 +566,14 @@ metrics_add(struct metrics *m, enum metrics_counter c, uint64_t n)
 }
 
 void
+metrics_injected(struct metrics *m, int kind)
+{
+	if (kind >= 1 && kind <= METRICS_INJECTED_KINDS)
+		metrics_add(m, (enum metrics_counter)(METRICS_INJECTED + kind -
+		    1), 1);
+}
+
+void
 metrics_finished(struct metrics *m, enum metrics_reason r)
 {
 	if (m == NULL || (unsigned)r >= METRICS_REASON_COUNT)
@@ -552,6 +589,8 @@ gauge_word(struct metrics *m, enum metrics_gauge g)
 	switch (g) {
 	case METRICS_RUNNING: return &m->slot->running;
 	case METRICS_WAITING: return &m->slot->waiting;
+	case METRICS_KV_USED: return &m->slot->kv_used;
+	case METRICS_KV_BLOCKS: return &m->slot->kv_blocks;
 	case METRICS_GAUGE_COUNT: break;
 	}
 	return NULL;
@@ -703,7 +742,9 @@ static enum ts_err
 render_gauges(struct ts_buf *b, const struct metrics *m)
 {
 	const struct metrics_slot *s;
-	uint64_t running = 0, waiting = 0, live = 0;
+	uint64_t running = 0, waiting = 0, live = 0, kv_used = 0;
+	uint64_t kv_blocks = 0;
+	char num[48];
 	enum ts_err rc;
 	unsigned i;
 
@@ -714,6 +755,10 @@ render_gauges(struct ts_buf *b, const struct metrics *m)
 		running += atomic_load_explicit(&s->running,
 		    memory_order_relaxed);
 		waiting += atomic_load_explicit(&s->waiting,
+		    memory_order_relaxed);
+		kv_used += atomic_load_explicit(&s->kv_used,
+		    memory_order_relaxed);
+		kv_blocks += atomic_load_explicit(&s->kv_blocks,
 		    memory_order_relaxed);
 		live++;
 	}
@@ -729,6 +774,17 @@ render_gauges(struct ts_buf *b, const struct metrics *m)
 	    "processes.", "gauge")) != TS_OK ||
 	    (rc = put(b, "tokstream:num_requests_waiting %" PRId64 "\n",
 	    (int64_t)waiting)) != TS_OK)
+		return rc;
+	/* a fraction, as vLLM's kv_cache_usage_perc (1 = 100%), to 4
+	 * decimals by integer arithmetic */
+	snprintf(num, sizeof(num), "%" PRIu64 ".%04" PRIu64,
+	    (uint64_t)(kv_blocks > 0 && kv_used >= kv_blocks),
+	    kv_blocks > 0 && kv_used < kv_blocks ?
+	    kv_used * 10000u / kv_blocks : (uint64_t)0);
+	if ((rc = render_family(b, "tokstream:kv_cache_usage_perc",
+	    "Fraction of the prefix cache model's KV blocks in use, over all "
+	    "responder processes (1 = 100%).", "gauge")) != TS_OK ||
+	    (rc = put(b, "tokstream:kv_cache_usage_perc %s\n", num)) != TS_OK)
 		return rc;
 	if ((rc = render_family(b, "tokstream:responder_processes",
 	    "Responder processes with metrics open and alive.", "gauge")) !=

@@ -10,7 +10,7 @@
  * prefix "tokstream:", and so do the bucket bounds, so that dashboards
  * written for vLLM work unchanged.
  *
- * File format (version 1, host byte order): DIR/metrics, 5376 bytes.
+ * File format (version 2, host byte order): DIR/metrics, 7424 bytes.
  *   header, 64 bytes: magic "TOKMETR1" (8), version u32, header_size u32
  *     (64), file_size u32, hist_count u32, hist_words u32, counter_count
  *     u32, reason_count u32, slot_count u32, layout u64 (FNV-1a 64 of the
@@ -24,7 +24,8 @@
  *     the sum of the buckets, so it always equals the +Inf bucket.
  *   16 counter words (enum metrics_counter order, the rest zero), 8 finish
  *     reason words (enum metrics_reason order, the rest zero).
- *   METRICS_SLOTS process slots of 4 words: pid, running, waiting, token.
+ *   METRICS_SLOTS process slots of 6 words: pid, running, waiting, token,
+ *     kv_used, kv_blocks.
  *     pid 0 is a free slot; (1 << 32) | pid is a slot being claimed. A
  *     process claims one slot per handle when it opens the file (a free
  *     one, or one whose pid is gone: kill(pid, 0) fails with ESRCH) and
@@ -89,6 +90,16 @@ enum metrics_counter {
 	/* tokstream:requests_rejected_total{reason="queue_full"}:
 	 * requests refused with 429 because the queue was full */
 	METRICS_REJECTED_QUEUE_FULL,
+	/* tokstream:prefix_cache_queries_total: prompt tokens looked up in
+	 * the prefix cache; tokstream:prefix_cache_hits_total: of those,
+	 * found (vLLM's prefix_cache_queries and _hits) */
+	METRICS_PREFIX_QUERIES,
+	METRICS_PREFIX_HITS,
+	/* tokstream:injected_failures_total{type=...}: one counter per
+	 * failure kind of server/inject.h, in enum inject_kind order
+	 * (metrics_injected) */
+	METRICS_INJECTED,
+	METRICS_INJECTED_LAST = METRICS_INJECTED + 7,
 	METRICS_COUNTER_COUNT
 };
 
@@ -111,6 +122,10 @@ enum metrics_gauge {
 	METRICS_RUNNING,
 	/* tokstream:num_requests_waiting: requests queued for one */
 	METRICS_WAITING,
+	/* tokstream:kv_cache_usage_perc: used blocks over blocks, summed
+	 * over live processes (vLLM's kv_cache_usage_perc) */
+	METRICS_KV_USED,
+	METRICS_KV_BLOCKS,
 	METRICS_GAUGE_COUNT
 };
 
@@ -158,6 +173,13 @@ void metrics_observe(struct metrics *m, enum metrics_hist h, int64_t ns);
 
 /* Adds n to counter c. */
 void metrics_add(struct metrics *m, enum metrics_counter c, uint64_t n);
+
+/* The failure kinds metrics_injected counts (inject.h's 1..8). */
+#define METRICS_INJECTED_KINDS 8
+
+/* Counts one injected failure of kind `kind` (enum inject_kind, 1..8;
+ * others are ignored). */
+void metrics_injected(struct metrics *m, int kind);
 
 /* Counts one request that finished for reason r. */
 void metrics_finished(struct metrics *m, enum metrics_reason r);

@@ -55,6 +55,21 @@ options_usage(FILE *f)
 "      --model-threads N        compute threads, 0 = one per CPU (default 0)\n"
 "      --model-context N        positions per sequence (KV cache), 0 = the\n"
 "                               model's seq_len (default 0)\n"
+"      --mode random|echo       random: the simulated model writes its own\n"
+"                               answer; echo: it repeats the last user\n"
+"                               message (default random)\n"
+"      --kv-cache-blocks N      prefix cache model: blocks of the KV cache,\n"
+"                               0 = no prefix caching (default %u)\n"
+"      --block-size N           tokens per KV cache block (default %u, vLLM's)\n"
+"      --failure-injection-rate PCT  percent of /v1 requests that fail\n"
+"                               (default 0)\n"
+"      --failure-types LIST     the kinds drawn from, comma-separated:\n"
+"                               rate_limit, server_error, overloaded,\n"
+"                               context_length, invalid_api_key, timeout,\n"
+"                               midstream_error, midstream_cut (default all\n"
+"                               but timeout)\n"
+"      --failure-after K        tokens before a midstream failure (default 5)\n"
+"      --failure-seed N         seed of the failure draw (default 0)\n"
 "  -d, --state-dir DIR          state file directory (default %s)\n"
 "  -s, --socket PATH            listen on this unix socket, not fd 0\n"
 "  -b, --backlog N              listen backlog with --socket (default 1024)\n"
@@ -77,7 +92,8 @@ options_usage(FILE *f)
 "  -V, --version                version\n",
 	    ENGINE_DEFAULT_MAX_NUM_SEQS,
 	    ENGINE_DEFAULT_MAX_WAITING, ENGINE_DEFAULT_LOAD_FACTOR,
-	    OPTIONS_DEFAULT_WRITE_STALL_MS, OPTIONS_DEFAULT_STATE_DIR,
+	    OPTIONS_DEFAULT_WRITE_STALL_MS, ENGINE_DEFAULT_KV_BLOCKS,
+	    ENGINE_DEFAULT_BLOCK_SIZE, OPTIONS_DEFAULT_STATE_DIR,
 	    ENGINE_DEFAULT_PREFILL_BASE_MS,
 	    ENGINE_DEFAULT_PREFILL_PER_TOKEN_MS, ENGINE_DEFAULT_TPOT_MS,
 	    OPTIONS_DEFAULT_KEEPALIVE_MS, OPTIONS_DEFAULT_RETRY_MS);
@@ -186,7 +202,8 @@ options_parse(struct options *o, int argc, char **argv)
 	enum { O_PB = 256, O_PT, O_TPOT, O_KA, O_RETRY, O_CORS, O_SEQS,
 	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
 	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
-	    O_APIKEY, O_APIKEYFILE };
+	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
+	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -216,13 +233,23 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "tokenizer", required_argument, NULL, O_TOKENIZER },
 		{ "model-threads", required_argument, NULL, O_MTHREADS },
 		{ "model-context", required_argument, NULL, O_MCTX },
+		{ "mode", required_argument, NULL, O_MODE },
+		{ "kv-cache-blocks", required_argument, NULL, O_KVBLOCKS },
+		{ "block-size", required_argument, NULL, O_BLOCKSIZE },
+		{ "failure-injection-rate", required_argument, NULL, O_FRATE },
+		{ "failure-types", required_argument, NULL, O_FTYPES },
+		{ "failure-after", required_argument, NULL, O_FAFTER },
+		{ "failure-seed", required_argument, NULL, O_FSEED },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
+	char msg[256];
 	int ch;
 
 	o->io_threads = 0;
+	o->echo = 0;
+	inject_config_defaults(&o->inject);
 	o->write_stall_ms = OPTIONS_DEFAULT_WRITE_STALL_MS;
 	o->state_dir = OPTIONS_DEFAULT_STATE_DIR;
 	o->socket_path = NULL;
@@ -352,6 +379,47 @@ options_parse(struct options *o, int argc, char **argv)
 		case O_RETRY:
 			o->retry_ms = (unsigned long)parse_int("retry-ms",
 			    optarg, 0, 3600000);
+			break;
+		case O_MODE:
+			if (strcmp(optarg, "echo") != 0 &&
+			    strcmp(optarg, "random") != 0) {
+				fprintf(stderr, "tokstream-fcgi: --mode is random "
+				    "or echo, not '%s'\n", optarg);
+				exit(2);
+			}
+			o->echo = strcmp(optarg, "echo") == 0;
+			break;
+		case O_KVBLOCKS:
+			o->engine.kv_blocks = (uint32_t)parse_int(
+			    "kv-cache-blocks", optarg, 0, 1 << 24);
+			break;
+		case O_BLOCKSIZE:
+			o->engine.kv_block_size = (uint32_t)parse_int(
+			    "block-size", optarg, 1, 1024);
+			break;
+		case O_FRATE:
+			if (inject_parse_rate(optarg, &o->inject.rate, msg,
+			    sizeof(msg)) != TS_OK) {
+				fprintf(stderr, "tokstream-fcgi: "
+				    "--failure-injection-rate: %s\n", msg);
+				exit(2);
+			}
+			break;
+		case O_FTYPES:
+			if (inject_parse_types(optarg, &o->inject.types, msg,
+			    sizeof(msg)) != TS_OK) {
+				fprintf(stderr, "tokstream-fcgi: "
+				    "--failure-types: %s\n", msg);
+				exit(2);
+			}
+			break;
+		case O_FAFTER:
+			o->inject.after_tokens = (uint32_t)parse_int(
+			    "failure-after", optarg, 0, INJECT_MAX_AFTER);
+			break;
+		case O_FSEED:
+			o->inject.seed = (uint64_t)parse_int("failure-seed",
+			    optarg, 0, INT_MAX);
 			break;
 		case 'h':
 			options_usage(stdout);

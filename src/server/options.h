@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "engine/engine.h"
+#include "server/inject.h"
 
 #define OPTIONS_DEFAULT_STATE_DIR "/run/tokstream"
 #define OPTIONS_DEFAULT_RETRY_MS 1000
@@ -48,6 +49,10 @@ struct options {
 	const char *tokenizer_path;  /* llama2.c tokenizer.bin */
 	int model_threads;           /* compute threads, 0 = online CPUs */
 	int model_context;           /* positions per sequence, 0 = model's */
+	int echo;                    /* --mode echo: answers repeat the last
+				      * user message (llm-d-inference-sim's
+				      * echo mode); 0: --mode random */
+	struct inject_config inject; /* --failure-*: failure injection */
 };
 
 /* Fills *o from argv (the defaults first); on a bad option prints one

@@ -46,6 +46,26 @@ on_admit(void *ctx, uint64_t id, int64_t queue_ns)
 }
 
 static void
+on_prefix(void *ctx, uint64_t id, uint32_t queried, uint32_t hit)
+{
+	struct record_ctx *rc = ctx;
+
+	if (rc->state != NULL && id != 0)
+		state_set_cached(rc->state, id, hit);
+	metrics_add(rc->metrics, METRICS_PREFIX_QUERIES, queried);
+	metrics_add(rc->metrics, METRICS_PREFIX_HITS, hit);
+}
+
+static void
+on_kv(void *ctx, uint32_t used, uint32_t nblocks)
+{
+	struct record_ctx *rc = ctx;
+
+	metrics_gauge_set(rc->metrics, METRICS_KV_USED, used);
+	metrics_gauge_set(rc->metrics, METRICS_KV_BLOCKS, nblocks);
+}
+
+static void
 on_decode(void *ctx, uint64_t id)
 {
 	struct record_ctx *rc = ctx;
@@ -127,4 +147,6 @@ record_hooks(struct engine_hooks *h, struct record_ctx *ctx)
 	h->on_decode = on_decode;
 	h->on_finish = on_finish;
 	h->on_counts = on_counts;
+	h->on_prefix = on_prefix;
+	h->on_kv = on_kv;
 }

@@ -4,6 +4,7 @@
  */
 #include "server/relay.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/conn.h"
@@ -31,61 +32,137 @@ relay_init(struct relay *r, struct server *srv, struct reply *rp,
 	r->last_write = rp->t0;
 	r->keepalive_ns = ops->keepalive != NULL ?
 	    ts_ms_to_ns(srv->opt->keepalive_ms) : 0;
+	r->stop = stop;
+	r->stop_len = stop_len;
+	r->nstop = nstop;
 	/* the longest token text, held back stop-string bytes and U+FFFD
 	 * repairs fit many times over */
 	ts_buf_init(&r->piece, 64 * 1024);
-	return release_init(&r->rel, stop, stop_len, nstop);
+	r->ch = xcalloc(1, sizeof(*r->ch));
+	r->nch = 1;
+	r->ch[0].seq = s;
+	return release_init(&r->ch[0].rel, stop, stop_len, nstop);
+}
+
+enum ts_err
+relay_add_choice(struct relay *r, struct engine_seq *s)
+{
+	struct relay_choice *c;
+
+	if (r->nch >= RELAY_MAX_CHOICES)
+		return TS_ELIMIT;
+	r->ch = xrealloc(r->ch, (r->nch + 1u) * sizeof(*r->ch));
+	c = &r->ch[r->nch];
+	memset(c, 0, sizeof(*c));
+	c->seq = s;
+	r->nch++;
+	return release_init(&c->rel, r->stop, r->stop_len, r->nstop);
+}
+
+void
+relay_listen(struct relay *r, struct engine_listener *l)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nch; i++)
+		engine_seq_listen(r->srv->engine, r->ch[i].seq, l);
 }
 
 /* The released text of token `id` into r->piece. */
 static void
-release_id(struct relay *r, uint32_t id)
+release_id(struct relay *r, struct release *rel, uint32_t id)
 {
 	const struct engine_backend *be = r->srv->backend;
 	size_t len;
 	const char *text = be->token_text(be->impl, id, &len);
 
 	ts_buf_reset(&r->piece);
-	(void)release_text(&r->rel, text, text != NULL ? len : 0, &r->piece,
+	(void)release_text(rel, text, text != NULL ? len : 0, &r->piece,
 	    NULL);
+}
+
+/* Choice i's news: its tokens, and its end when it finished (*ended).
+ * RELAY_FAIL when encoding failed, RELAY_DONE when the client is gone. */
+static enum relay_state
+pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
+    struct engine_view *v, int *ended)
+{
+	struct relay_choice *c = &r->ch[i];
+	int event;
+
+	*ended = c->ended;
+	if (c->ended)
+		return RELAY_MORE;
+	r->choice = i;
+	engine_seq_view(c->seq, v);
+	while (c->sent < v->produced) {
+		release_id(r, &c->rel, v->ids[c->sent]);
+		event = 0;
+		if (r->ops->token(r, out, r->start_index + c->sent,
+		    r->piece.p != NULL ? r->piece.p : "", r->piece.len,
+		    &event) != TS_OK)
+			return RELAY_FAIL;
+		c->sent++;
+		c->unwritten++;
+		r->events += event != 0;
+	}
+	if (v->finish == ENGINE_FINISH_NONE)
+		return RELAY_MORE;
+	if (v->finish == ENGINE_FINISH_CANCELLED)
+		return RELAY_DONE;      /* nobody to tell */
+	{
+		struct release_chunk tail;
+
+		/* What the detokenizer held to the end (an incomplete
+		 * character at max_tokens) goes with the last token. */
+		release_finish(&c->rel, &tail);
+		event = 0;
+		if (tail.len > 0 && r->ops->token(r, out, r->start_index +
+		    (c->sent > 0 ? c->sent - 1 : 0), tail.p, tail.len,
+		    &event) != TS_OK)
+			return RELAY_FAIL;
+		r->events += event != 0;
+	}
+	c->ended = 1;
+	*ended = 1;
+	return RELAY_MORE;
 }
 
 enum relay_state
 relay_pump(struct relay *r, struct ts_buf *out, int64_t now)
 {
-	struct engine_view v;
-	int event;
+	struct engine_view v, v0;
+	enum relay_state st;
+	uint32_t i, left = 0;
+	int ended, was;
 
 	if (r->ended)
 		return RELAY_DONE;
-	engine_seq_view(r->seq, &v);
-	while (r->sent < v.produced) {
-		release_id(r, v.ids[r->sent]);
-		event = 0;
-		if (r->ops->token(r, out, r->start_index + r->sent,
-		    r->piece.p != NULL ? r->piece.p : "", r->piece.len,
-		    &event) != TS_OK)
+	memset(&v0, 0, sizeof(v0));
+	for (i = 0; i < r->nch; i++) {
+		was = r->ch[i].ended;
+		st = pump_choice(r, out, i, &v, &ended);
+		if (st == RELAY_DONE)
+			r->ended = 1;
+		if (st != RELAY_MORE)
+			return st;
+		if (i == 0 && !was)
+			v0 = v;
+		if (!ended) {
+			left++;
+			continue;
+		}
+		/* a choice that finishes before the others: its own end */
+		if (!was && r->nch > 1 && r->ops->choice_end != NULL &&
+		    r->ops->choice_end(r, out, i, v.finish, &v) != TS_OK)
 			return RELAY_FAIL;
-		r->sent++;
-		r->unwritten++;
-		r->events += event != 0;
 	}
-	if (v.finish != ENGINE_FINISH_NONE) {
-		struct release_chunk tail;
-
+	if (left == 0) {
 		r->ended = 1;
-		if (v.finish == ENGINE_FINISH_CANCELLED)
-			return RELAY_DONE;      /* nobody to tell */
-		/* What the detokenizer held to the end (an incomplete
-		 * character at max_tokens) goes with the last token. */
-		release_finish(&r->rel, &tail);
-		event = 0;
-		if (tail.len > 0 && r->ops->token(r, out, r->start_index +
-		    (r->sent > 0 ? r->sent - 1 : 0), tail.p, tail.len,
-		    &event) != TS_OK)
-			return RELAY_FAIL;
-		r->events += event != 0;
-		if (r->ops->end(r, out, v.finish, &v) != TS_OK)
+		if (r->nch > 1 || v0.finish == ENGINE_FINISH_NONE)
+			engine_seq_view(r->ch[0].seq, &v0);
+		r->choice = 0;
+		if (r->ops->end(r, out, v0.finish, &v0) != TS_OK)
 			return RELAY_FAIL;
 		r->ends_well = 1;
 		return RELAY_DONE;
@@ -118,9 +195,13 @@ relay_flushed(struct relay *r, int64_t now)
 	if (r->events > 0 && r->ops->tokens_reach_client)
 		r->last_write = now;
 	r->events = 0;
-	r->delivered += r->unwritten;
-	r->unwritten = 0;
-	engine_delivered(r->seq, r->delivered);
+	for (i = 0; i < r->nch; i++) {
+		struct relay_choice *c = &r->ch[i];
+
+		c->delivered += c->unwritten;
+		c->unwritten = 0;
+		engine_delivered(c->seq, c->delivered);
+	}
 	if (r->ended && r->ends_well) {
 		metrics_observe(m, METRICS_E2E, now - r->t0);
 		r->ends_well = 0;       /* counted once */
@@ -130,9 +211,12 @@ relay_flushed(struct relay *r, int64_t now)
 void
 relay_gone(struct relay *r, int64_t now, enum engine_cause cause)
 {
+	uint32_t i;
+
 	r->ended = 1;
 	r->ends_well = 0;
-	engine_cancel(r->srv->engine, r->seq, now, cause);
+	for (i = 0; i < r->nch; i++)
+		engine_cancel(r->srv->engine, r->ch[i].seq, now, cause);
 }
 
 int64_t
@@ -146,7 +230,13 @@ relay_deadline(const struct relay *r)
 void
 relay_finish(struct relay *r)
 {
-	engine_release(r->srv->engine, r->seq);
+	uint32_t i;
+
+	for (i = 0; i < r->nch; i++)
+		engine_release(r->srv->engine, r->ch[i].seq);
+	free(r->ch);
+	r->ch = NULL;
+	r->nch = 0;
 	r->seq = NULL;
 	ts_buf_free(&r->piece);
 	if (r->ops->free != NULL)
@@ -161,7 +251,7 @@ relay_run(struct server *srv, struct conn *c, struct relay *r)
 	/* a whole POST /generate answer: 8192 tokens of up to 32 bytes,
 	 * JSON-escaped */
 	ts_buf_init(&out, 8u << 20);
-	engine_seq_listen(srv->engine, r->seq, c->ops->listener(c));
+	relay_listen(r, c->ops->listener(c));
 	for (;;) {
 		int64_t now = srv->now(), deadline;
 		enum relay_state st = relay_pump(r, &out, now);

@@ -48,6 +48,26 @@ struct relay_ops {
 	void (*free)(struct relay *r);
 	int tokens_reach_client;   /* token() writes to the client: a
 				    * keep-alive is due only after silence */
+	/* With several choices (relay_add_choice: the OpenAI API's n):
+	 * appends what ends choice `choice` (its finish_reason), called as
+	 * each one finishes, the last one too, before end(); NULL for
+	 * responses of one choice (never called with one). */
+	enum ts_err (*choice_end)(struct relay *r, struct ts_buf *out,
+	    uint32_t choice, enum engine_finish f,
+	    const struct engine_view *v);
+};
+
+/* The most choices one relay carries (OPENAI_MAX_N). */
+#define RELAY_MAX_CHOICES 16
+
+/* One choice of a response: a sequence and its detokenizer. relay.c's. */
+struct relay_choice {
+	struct engine_seq *seq;
+	struct release rel;
+	uint32_t sent;                /* tokens given to ops->token */
+	uint32_t unwritten;           /* tokens encoded, unwritten */
+	uint32_t delivered;           /* tokens whose bytes were written */
+	int ended;                    /* its end is encoded */
 };
 
 enum relay_state {
@@ -61,16 +81,18 @@ enum relay_state {
 struct relay {
 	struct server *srv;
 	struct reply *reply;          /* borrowed from resp's owner */
-	struct engine_seq *seq;
+	struct engine_seq *seq;       /* choice 0's: the request's id */
 	const struct relay_ops *ops;
 	void *resp;                   /* the encoder's state */
-	struct release rel;           /* the detokenizer */
+	struct relay_choice *ch;      /* nch choices, in index order */
+	uint32_t nch;
+	uint32_t choice;              /* the choice ops->token is called for */
+	const char *const *stop;      /* the stop strings, for more choices */
+	const size_t *stop_len;
+	size_t nstop;
 	struct ts_buf piece;          /* one token's released text */
 	uint32_t start_index;
-	uint32_t sent;                /* tokens given to ops->token */
 	uint32_t events;              /* token events encoded, unwritten */
-	uint32_t unwritten;           /* tokens encoded, unwritten */
-	uint32_t delivered;           /* tokens whose bytes were written */
 	int64_t keepalive_ns;         /* 0: none */
 	int64_t t0;                   /* the request's arrival */
 	int64_t last_write;           /* the last write that reaches the
@@ -83,7 +105,8 @@ struct relay {
 /*
  * Starts relaying sequence s (held: relay_finish releases it) for the
  * request rp with the encoder ops/resp. The stop strings are the
- * request's (copied), for the detokenizer. TS_EINVAL for stop strings
+ * request's (copied), for the detokenizer; the arrays must stay valid
+ * until the last relay_add_choice. TS_EINVAL for stop strings
  * engine/release.h refuses (the engine took them, so this does not
  * happen).
  */
@@ -91,6 +114,17 @@ enum ts_err relay_init(struct relay *r, struct server *srv,
     struct reply *rp, struct engine_seq *s, uint32_t start_index,
     const char *const stop[], const size_t stop_len[], size_t nstop,
     const struct relay_ops *ops, void *resp);
+
+/*
+ * Adds sequence s as the next choice (index r->nch) of the response, with
+ * the same stop strings (the caller's stop arrays must outlive the relay
+ * then). TS_ELIMIT beyond RELAY_MAX_CHOICES. The relay holds s from now
+ * on as it holds the first.
+ */
+enum ts_err relay_add_choice(struct relay *r, struct engine_seq *s);
+
+/* Names the listener that hears of every choice's news. */
+void relay_listen(struct relay *r, struct engine_listener *l);
 
 /* Appends to out what is ready at `now`: tokens, a keep-alive when one is
  * due, the end. */

@@ -30,6 +30,8 @@ struct server {
 	struct io *io;                /* the I/O threads (NULL in tests) */
 	time_t started_at;            /* /v1/models "created" */
 	atomic_int stopping;          /* SIGTERM: new requests get 503 */
+	_Atomic uint64_t v1_requests; /* /v1 requests drawn for failure
+				       * injection (inject_decide's n) */
 	/* CLOCK_MONOTONIC now, in ns (engine_now_ns, or a test's clock) */
 	int64_t (*now)(void);
 	/* Runs the rest of a streamed response (relay.h): io_stream hands it

@@ -57,7 +57,8 @@ struct state_rec {
 	aword wasted;
 	aword queue_us;
 	aword leave_us;
-	aword flags;            /* bits 0-7 cause, 8-15 phase */
+	aword flags;            /* bits 0-7 cause, 8-15 phase, 16-47
+				 * cached prompt tokens */
 };
 
 _Static_assert(sizeof(struct state_header) == 128, "header is 128 bytes");
@@ -258,8 +259,21 @@ state_set_phase(struct state *st, uint64_t id, enum state_phase phase,
 		atomic_store_explicit(&r->queue_us, queue_us,
 		    memory_order_relaxed);
 	f = atomic_load_explicit(&r->flags, memory_order_relaxed);
-	atomic_store_explicit(&r->flags, (f & 0xffu) |
+	atomic_store_explicit(&r->flags, (f & ~(uint64_t)0xff00u) |
 	    ((uint64_t)phase << 8), memory_order_relaxed);
+}
+
+void
+state_set_cached(struct state *st, uint64_t id, uint32_t cached)
+{
+	struct state_rec *r = rec_of(st, id);
+	uint64_t f;
+
+	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)
+		return;
+	f = atomic_load_explicit(&r->flags, memory_order_relaxed);
+	atomic_store_explicit(&r->flags, (f & 0xffffu) |
+	    ((uint64_t)cached << 16), memory_order_relaxed);
 }
 
 void
@@ -345,6 +359,7 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 	flags = atomic_load_explicit(&r->flags, memory_order_relaxed);
 	out->cause = (enum state_cause)(flags & 0xffu);
 	out->phase = (enum state_phase)((flags >> 8) & 0xffu);
+	out->cached_tokens = (uint32_t)(flags >> 16);
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&r->id, memory_order_relaxed) != id)
 		return TS_EINVAL;       /* overwritten while we read */

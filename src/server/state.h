@@ -89,6 +89,7 @@ struct state_record {
 	enum state_cause cause;
 	enum state_phase phase;
 	int owner_gone;            /* running, but its process is dead */
+	uint32_t cached_tokens;    /* prompt tokens the prefix cache had */
 };
 
 struct state;
@@ -126,6 +127,9 @@ uint64_t state_begin(struct state *st, enum state_kind kind,
 
 /* Adds n produced tokens to the stream and to total_generated. */
 void state_add_generated(struct state *st, uint64_t id, uint64_t n);
+
+/* Records how many of the prompt's tokens the prefix cache had. */
+void state_set_cached(struct state *st, uint64_t id, uint32_t cached);
 
 /* Records the sequence's phase; entering prefill also stores the time it
  * waited for a slot (queue_us, microseconds). */

@@ -617,6 +617,21 @@ sim_lm_push(struct sim_lm *lm, uint32_t id)
 	}
 }
 
+/* The step's token is id: EOS ends the generation, any other advances
+ * the state past it. Returns id. */
+static uint32_t
+sim_lm_take(struct sim_lm *lm, uint32_t id)
+{
+	if (id == SIM_EOS_ID) {
+		lm->ended = 1;
+		if (lm->produced < UINT32_MAX)
+			lm->produced++;
+		return id;
+	}
+	sim_lm_push(lm, id);
+	return id;
+}
+
 /*
  * One step: score, mask EOS if asked, then greedy or temperature + top_p
  * sampling (sim/lm.h). The weights are e^((logit - max) / T) =
@@ -628,7 +643,6 @@ sim_lm_next(struct sim_lm *lm)
 {
 	size_t n = sim_lm_ncand(), k, best = 0;
 	double max = -INFINITY, total = 0.0, t = lm->params.temperature, c;
-	uint32_t id;
 
 	if (lm->ended)
 		return SIM_EOS_ID;
@@ -648,13 +662,79 @@ sim_lm_next(struct sim_lm *lm)
 		}
 		best = sim_lm_draw(lm, n, total);
 	}
-	id = sim_lm_id(best, n);
-	if (id == SIM_EOS_ID) {
-		lm->ended = 1;
-		if (lm->produced < UINT32_MAX)
-			lm->produced++;
-		return id;
+	return sim_lm_take(lm, sim_lm_id(best, n));
+}
+
+uint32_t
+sim_lm_force(struct sim_lm *lm, uint32_t id)
+{
+	if (lm->ended)
+		return SIM_EOS_ID;
+	sim_lm_score(lm);
+	if (lm->params.ignore_eos)
+		lm->logit[sim_lm_ncand() - 1] = -INFINITY;
+	return sim_lm_take(lm, id);
+}
+
+/* ln p of a logit given the step's max and ln of its sum of weights; a
+ * masked candidate is ENGINE_LOGPROB_MASKED. */
+static float
+sim_lm_lp(double logit, double max, double ln_sum)
+{
+	double v;
+
+	if (!(logit > -INFINITY))
+		return ENGINE_LOGPROB_MASKED;
+	v = logit - max - ln_sum;
+	if (v > 0.0)
+		v = 0.0;        /* rounding at the top */
+	return v < (double)ENGINE_LOGPROB_MASKED ? ENGINE_LOGPROB_MASKED :
+	    (float)v;
+}
+
+void
+sim_lm_logprobs(const struct sim_lm *lm, uint32_t id, uint32_t k,
+    struct engine_logprob *out)
+{
+	size_t n = sim_lm_ncand(), c, j, have = 0;
+	double max = -INFINITY, sum = 0.0, ln_sum;
+	size_t top[ENGINE_MAX_TOP_LOGPROBS];
+
+	if (k > ENGINE_MAX_TOP_LOGPROBS)
+		k = ENGINE_MAX_TOP_LOGPROBS;
+	for (c = 0; c < n; c++)
+		if (lm->logit[c] > max)
+			max = lm->logit[c];
+	for (c = 0; c < n; c++)
+		sum += sim_lm_exp2((lm->logit[c] - max) * SIM_LM_LOG2E);
+	ln_sum = sim_lm_log(sum);
+	/* the k highest logits, ties by lower index (= lower id, EOS
+	 * last): an insertion into a sorted list of at most k */
+	for (c = 0; c < n && k > 0; c++) {
+		if (!(lm->logit[c] > -INFINITY))
+			continue;
+		if (have == k && !(lm->logit[c] > lm->logit[top[k - 1]]))
+			continue;
+		j = have < k ? have++ : k - 1;
+		while (j > 0 && lm->logit[c] > lm->logit[top[j - 1]]) {
+			top[j] = top[j - 1];
+			j--;
+		}
+		top[j] = c;
 	}
-	sim_lm_push(lm, id);
-	return id;
+	c = id == SIM_EOS_ID ? n - 1 : id;
+	out[0].id = id;
+	out[0].logprob = c < n ? sim_lm_lp(lm->logit[c], max, ln_sum) :
+	    ENGINE_LOGPROB_MASKED;
+	for (j = 0; j < k; j++) {
+		if (j < have) {
+			out[1 + j].id = sim_lm_id(top[j], n);
+			out[1 + j].logprob = sim_lm_lp(lm->logit[top[j]], max,
+			    ln_sum);
+		} else {
+			/* fewer candidates than asked: masked fillers */
+			out[1 + j].id = SIM_EOS_ID;
+			out[1 + j].logprob = ENGINE_LOGPROB_MASKED;
+		}
+	}
 }

@@ -121,6 +121,26 @@ size_t sim_lm_ncand(void);
  */
 const double *sim_lm_logits(struct sim_lm *lm);
 
+/*
+ * Guided decoding: scores the step as sim_lm_next does (so
+ * sim_lm_logprobs sees the model's distribution) but takes `id` instead
+ * of sampling, and returns it; SIM_EOS_ID ends the generation. The
+ * sampler draws nothing, so a forced step leaves the rng as it was.
+ */
+uint32_t sim_lm_force(struct sim_lm *lm, uint32_t id);
+
+/*
+ * The logprobs of the step just taken (sim_lm_next or sim_lm_force)
+ * that gave `id`: out[0] is id's, out[1..k] the k most probable
+ * candidates (k <= ENGINE_MAX_TOP_LOGPROBS) by descending logprob, ties
+ * by lower id. Log-softmax of the raw logits (after the ignore_eos mask,
+ * before temperature and top_p; natural log, computed with this file's
+ * exp and log, so the same on every machine); masked candidates are
+ * ENGINE_LOGPROB_MASKED.
+ */
+void sim_lm_logprobs(const struct sim_lm *lm, uint32_t id, uint32_t k,
+    struct engine_logprob *out);
+
 /* Releases the scratch of lm (accepts NULL and a zeroed struct). */
 void sim_lm_free(struct sim_lm *lm);
 

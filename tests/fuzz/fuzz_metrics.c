@@ -56,7 +56,7 @@
 #include "server/metrics.h"
 
 /* The layout of metrics.h "File format". */
-#define FILE_SIZE 5376u
+#define FILE_SIZE 7424u
 #define HDR_SIZE 64u
 #define HIST_OFF 64u
 #define HIST_SIZE 256u
@@ -64,7 +64,7 @@
 #define COUNTER_OFF 1088u
 #define REASON_OFF 1216u
 #define SLOT_OFF 1280u
-#define SLOT_SIZE 32u
+#define SLOT_SIZE 48u
 #define DEAD_PID 0x7ffffff0u    /* above Linux's pid_max limit */
 #define DIR_PREFIX "tokstream-fuzz-metrics."
 #define SERIES_MAX 128u
@@ -336,7 +336,8 @@ check_slots(void)
 		FUZZ_CHECK(claimed < 0);
 		FUZZ_CHECK(takeable(rd64(b)));
 		FUZZ_CHECK(rd64(a) == g.self && rd64(a + 8) == 0 &&
-		    rd64(a + 16) == 0 && rd64(a + 24) == g.token);
+		    rd64(a + 16) == 0 && rd64(a + 24) == g.token &&
+		    rd64(a + 32) == 0 && rd64(a + 40) == 0);
 		claimed = (int)i;
 	}
 	if (claimed < 0)
@@ -359,6 +360,7 @@ check_render(struct metrics *m)
 {
 	char *series[SERIES_MAX], *value[SERIES_MAX], *text, buf[48];
 	uint64_t running = 0, waiting = 0, nlive = 0, cum, v, us;
+	uint64_t kv_used = 0, kv_blocks = 0;
 	const unsigned char *f = g.after, *s;
 	size_t n, i, k = 0;
 	unsigned h, j;
@@ -377,11 +379,19 @@ check_render(struct metrics *m)
 			continue;
 		running += rd64(s + 8);
 		waiting += rd64(s + 16);
+		kv_used += rd64(s + 32);
+		kv_blocks += rd64(s + 40);
 		nlive++;
 	}
 	snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)running);
 	FUZZ_CHECK(strcmp(value[k++], buf) == 0);
 	snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)waiting);
+	FUZZ_CHECK(strcmp(value[k++], buf) == 0);
+	/* kv_cache_usage_perc: used over blocks, 4 decimals, capped at 1 */
+	snprintf(buf, sizeof(buf), "%" PRIu64 ".%04" PRIu64,
+	    (uint64_t)(kv_blocks > 0 && kv_used >= kv_blocks),
+	    kv_blocks > 0 && kv_used < kv_blocks ?
+	    kv_used * 10000u / kv_blocks : (uint64_t)0);
 	FUZZ_CHECK(strcmp(value[k++], buf) == 0);
 	expect_u64(value[k++], nlive);
 	for (j = 0; j < METRICS_COUNTER_COUNT; j++)

@@ -36,6 +36,7 @@
 
 #include "fuzz.h"
 #include "openai/chat.h"
+#include "openai/plan.h"
 #include "openai/encode.h"
 #include "openai/parse.h"
 
@@ -395,6 +396,32 @@ check_refused(enum ts_err rc, const char *code, const json_t *root,
 	check_error_json(err);
 }
 
+/* An accepted request's plan (openai/plan.h): tool calls and JSON Schema
+ * instances from the fuzzed schemas. Every schema parse.c accepted must
+ * be generated (TS_OK), or refused only for size (TS_ELIMIT), and each
+ * call's arguments must be JSON. */
+static void
+check_plan(const struct openai_request *r)
+{
+	struct openai_plan p;
+	struct http_error err;
+	enum ts_err rc;
+	size_t i;
+
+	rc = openai_plan_make(r, 42, 1, &p, &err);
+	FUZZ_CHECK(rc == TS_OK || rc == TS_ELIMIT);
+	if (rc != TS_OK)
+		return;
+	for (i = 0; i < p.ncalls; i++) {
+		json_t *v = json_loadb(p.guide.p + p.calls[i].off,
+		    p.calls[i].len, JSON_DECODE_ANY, NULL);
+
+		FUZZ_CHECK(v != NULL);
+		json_decref(v);
+	}
+	openai_plan_free(&p);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -419,6 +446,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(code == NULL);
 			check_accepted(kinds[k], root, &r);
 			check_encoders(&r);
+			check_plan(&r);
 		} else {
 			check_refused(rc, code, root, &r, &err);
 		}

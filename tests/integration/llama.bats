@@ -94,3 +94,15 @@ teardown_file() {
 	[ "$code" = 400 ]
 	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/e")" = context_length_exceeded ]
 }
+
+@test "llama: logprobs are the model's own (log-softmax of its logits): <= 0, sorted, greedy picks the top one; guided output (tools, JSON, echo) is a clear 400" {
+	local d=$BATS_TEST_TMPDIR model
+	model=$(curl -s "$BASE/v1/models" | jq -r '.data[0].id')
+	curl -s -o "$d/l" -H 'Content-Type: application/json' -d '{"model":"'"$model"'","temperature":0,"max_tokens":8,"logprobs":true,"top_logprobs":4,"messages":[{"role":"user","content":"Once upon a time"}]}' "$BASE/v1/chat/completions"
+	jq -e '.choices[0].logprobs.content | length > 0 and
+		all(.[]; .logprob <= 0 and (.top_logprobs | length) == 4 and
+		    .token == .top_logprobs[0].token and
+		    ([.top_logprobs[].logprob] | . == (sort | reverse)))' "$d/l"
+	[ "$(curl -s -o "$d/t" -w '%{http_code}' -H 'Content-Type: application/json' -d '{"model":"'"$model"'","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"required","messages":[{"role":"user","content":"hi"}]}' "$BASE/v1/chat/completions")" = 400 ]
+	jq -e '.error.code == "unsupported_parameter" and (.error.message | test("guided"))' "$d/t"
+}

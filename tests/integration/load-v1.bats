@@ -121,8 +121,8 @@ start_mini() {
 	[[ $output == *"HTTP 401"*"--model"* ]]
 	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
 		--model mini-model --api-key wrong --requests 2 --json "$d/w.json" --quiet
-	jqt "$d/w.json" '.completed == 0 and .failed == 2 and .failures.http_other == 2'
-	[[ $(jq -r '.failure_examples.http_other' "$d/w.json") == *"HTTP 401"*"invalid_api_key"* ]]
+	jqt "$d/w.json" '.completed == 0 and .failed == 2 and .failures.http_401 == 2 and .failures.http_other == 0'
+	[[ $(jq -r '.failure_examples.http_401' "$d/w.json") == *"HTTP 401"*"invalid_api_key"* ]]
 	run "$TOKBENCH" load --url "$BASE" --api-key x --requests 1
 	[ "$status" -eq 2 ]
 	[[ $output == *"--endpoint"* ]]

@@ -91,8 +91,11 @@ deltas() {
 		>"$BATS_TEST_TMPDIR/s"
 	curl -s "$BASE/v1/chat/completions" \
 		-d "$(chat ',"max_tokens":25,"ignore_eos":true')" >"$BATS_TEST_TMPDIR/n"
-	su=$(grep '"usage":{' "$BATS_TEST_TMPDIR/s" | sed 's/^data: //' | jq -c .usage)
-	nu=$(jq -c .usage "$BATS_TEST_TMPDIR/n")
+	# the same counts; the second request finds the first's prompt in
+	# the prefix cache (cached_tokens), which is not what C15 is about
+	su=$(grep '"usage":{' "$BATS_TEST_TMPDIR/s" | sed 's/^data: //' |
+		jq -c '.usage | del(.prompt_tokens_details)')
+	nu=$(jq -c '.usage | del(.prompt_tokens_details)' "$BATS_TEST_TMPDIR/n")
 	echo "stream $su, non-stream $nu"
 	[ "$su" = "$nu" ]
 	[ "$(echo "$su" | jq .completion_tokens)" -eq 25 ]

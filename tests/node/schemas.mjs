@@ -448,6 +448,41 @@ async function live() {
 		{ ...comp, ...usage, max_tokens: 10, error_after: 3 }, PC,
 		{ error: true });
 
+	/* the simulator's agent features (docs/API.md "The simulator for
+	 * agents and gateways"): logprobs, tool calls, n, json_schema */
+	const weather = { type: 'function', function: { name: 'get_weather',
+		parameters: { type: 'object', properties: { location: { type: 'string' },
+			unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
+		required: ['location'], additionalProperties: false } } };
+	const lp = { logprobs: true, top_logprobs: 3 };
+	await jsonCase('chat, logprobs', 'POST', C, { ...chat, ...lp, max_tokens: 6 },
+		200, 'CreateChatCompletionResponse');
+	await chunkStream('chat stream, logprobs', C,
+		{ ...chat, ...lp, ...usage, max_tokens: 6 }, CH);
+	await jsonCase('completions, logprobs 2', 'POST', P,
+		{ ...comp, logprobs: 2, max_tokens: 6 }, 200, 'CreateCompletionResponse');
+	await chunkStream('completions stream, logprobs 2', P,
+		{ ...comp, logprobs: 2, max_tokens: 6, stream: true }, PC);
+	const tc = await jsonCase('chat, tool call', 'POST', C,
+		{ ...chat, tools: [weather], tool_choice: 'required' }, 200,
+		'CreateChatCompletionResponse');
+	if (tc && tc.choices && tc.choices[0].finish_reason !== 'tool_calls')
+		fail('chat, tool call', `finish_reason ${tc.choices[0].finish_reason}`);
+	expectReasons('chat stream, tool call', await chunkStream(
+		'chat stream, tool call', C,
+		{ ...chat, ...usage, tools: [weather], tool_choice: 'required' }, CH),
+		'tool_calls');
+	await jsonCase('chat, n 3', 'POST', C, { ...chat, n: 3, max_tokens: 5 },
+		200, 'CreateChatCompletionResponse');
+	await chunkStream('chat stream, n 3', C,
+		{ ...chat, ...usage, n: 3, max_tokens: 5 }, CH);
+	await jsonCase('completions, n 2', 'POST', P, { ...comp, n: 2, max_tokens: 5 },
+		200, 'CreateCompletionResponse');
+	await jsonCase('chat, json_schema', 'POST', C, { ...chat, response_format:
+		{ type: 'json_schema', json_schema: { name: 'w', strict: true,
+			schema: weather.function.parameters } } }, 200,
+		'CreateChatCompletionResponse');
+
 	/* responses */
 	const resp = { ...fast, instructions: 'be brief', input: 'hi' };
 	const R = '/v1/responses';
@@ -509,7 +544,7 @@ async function live() {
 		{ ...chat, messages: [{ role: 'robot', content: 'hi' }] }, 400, E);
 	await jsonCase('chat, messages missing', 'POST', C, { model: MODEL }, 400, E);
 	await jsonCase('completions, max_tokens -1', 'POST', P, { ...comp, max_tokens: -1 }, 400, E);
-	await jsonCase('completions, n 2', 'POST', P, { ...comp, n: 2 }, 400, E);
+	await jsonCase('completions, n 17', 'POST', P, { ...comp, n: 17 }, 400, E);
 	await jsonCase('responses, max_output_tokens 0', 'POST', R,
 		{ ...resp, max_output_tokens: 0 }, 400, E);
 	await jsonCase('chat, invalid JSON', 'POST', C, '{"model":', 400, E);

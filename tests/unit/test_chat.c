@@ -118,7 +118,8 @@ test_roles(void **state)
 			assert_int_equal(r, 99);
 		}
 	}
-	assert_null(chat_role_name((enum chat_role)3));
+	assert_string_equal(chat_role_name(CHAT_ROLE_TOOL), "tool");
+	assert_null(chat_role_name((enum chat_role)4));
 }
 
 /* Over the buffer's limit or with a bad role: an error, and the buffer

@@ -32,6 +32,7 @@
 #include "server/state.h"
 #include "sim/lab.h"
 #include "sim/sim.h"
+#include "sim/vocab.h"
 
 #define MS 1000000LL
 
@@ -137,6 +138,153 @@ finish_of(struct probe *p)
 
 	engine_seq_view(p->s, &v);
 	return v.finish;
+}
+
+/* What the on_kv hook last said. */
+static uint32_t kv_used_seen, kv_blocks_seen;
+
+static void
+kv_hook(void *ctx, uint32_t used, uint32_t nblocks)
+{
+	(void)ctx;
+	kv_used_seen = used;
+	kv_blocks_seen = nblocks;
+}
+
+/* A language-model request whose prefill is the latency model's: 10 ms
+ * plus 1 ms per prompt token, less 1 ms per cached token. */
+static void
+lm_request(struct engine_request *r, const char *prompt, uint32_t max_tokens)
+{
+	uint64_t n = sim_tokenize(prompt, strlen(prompt), NULL, 0);
+
+	memset(r, 0, sizeof(*r));
+	r->prompt = prompt;
+	r->prompt_len = strlen(prompt);
+	r->prompt_tokens = n;
+	r->model = SIM_MODEL_LM;
+	engine_sampling_greedy(&r->sampling);
+	r->sampling.ignore_eos = 1;
+	r->max_tokens = max_tokens;
+	r->prefill_ms = 10.0 + (double)n;
+	r->prefill_per_token_ms = 1.0;
+	r->prefix_cache = 1;
+	r->tpot_ms = -1;
+	r->error_after = -1;
+}
+
+/* The prefix cache (engine/kvcache.h) in the latency model: a repeated
+ * prompt's prefill is priced over its uncached tokens only; a cancelled
+ * sequence frees its blocks; view.cached_tokens says how many hit. */
+static void
+test_prefix_cache_prices_prefill(void **unused)
+{
+	struct engine_config cfg;
+	struct engine *e;
+	struct engine_request r;
+	struct probe a = { 0 }, b = { 0 }, c = { 0 };
+	struct probe *pa[] = { &a }, *pb[] = { &b }, *pc[] = { &c };
+	struct engine_view v;
+	char prompt[2048];
+	uint64_t n;
+	uint32_t hit;
+	int64_t now;
+	size_t i, at = 0;
+
+	(void)unused;
+	for (i = 0; i < 60; i++)
+		at += (size_t)snprintf(prompt + at, sizeof(prompt) - at,
+		    "river %zu stone ", i);
+	n = sim_tokenize(prompt, strlen(prompt), NULL, 0);
+	assert_true(n > 100);
+	engine_config_defaults(&cfg);
+	cfg.max_num_seqs = 4;
+	cfg.lat.tpot_ms = 20;
+	cfg.kv_blocks = 64;
+	cfg.kv_block_size = 16;
+	sim_backend(&sim);
+	records.state = NULL;
+	records.metrics = NULL;
+	record_hooks(&hooks, &records);
+	hooks.on_kv = kv_hook;
+	assert_int_equal(engine_create_manual(&e, &cfg, &sim, &hooks), TS_OK);
+	lm_request(&r, prompt, 3);
+	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
+	now = run_until(e, 0, 10000 * MS, pa, 1);
+	assert_int_equal(a.seen, 3);
+	assert_int_equal(a.at[0], (int64_t)(10 + n) * MS);
+	engine_seq_view(a.s, &v);
+	assert_int_equal(v.cached_tokens, 0);
+	engine_release(e, a.s);
+	assert_int_equal(kv_used_seen, 0);      /* finished: blocks free */
+	/* the same prompt: (n - 1) / 16 full blocks hit */
+	hit = (uint32_t)((n - 1) / 16 * 16);
+	r.t0_ns = now;
+	assert_int_equal(engine_submit(e, &r, &b.s), TS_OK);
+	run_until(e, now, now + 10000 * MS, pb, 1);
+	assert_int_equal(b.seen, 3);
+	assert_int_equal(b.at[0] - now, (int64_t)(10 + n - hit) * MS);
+	engine_seq_view(b.s, &v);
+	assert_int_equal(v.cached_tokens, hit);
+	engine_release(e, b.s);
+	/* a long stream holds blocks; cancelled, it frees them */
+	now += 20000 * MS;
+	lm_request(&r, prompt, 500);
+	r.t0_ns = now;
+	assert_int_equal(engine_submit(e, &r, &c.s), TS_OK);
+	now = run_until(e, now, now + 500 * MS, pc, 1);
+	assert_true(c.seen > 0);
+	assert_true(kv_used_seen > 0);
+	assert_int_equal(kv_blocks_seen, 64);
+	engine_cancel(e, c.s, now, ENGINE_CAUSE_CLIENT_GONE);
+	run_until(e, now, now + 100 * MS, pc, 1);
+	assert_int_equal(finish_of(&c), ENGINE_FINISH_CANCELLED);
+	assert_int_equal(kv_used_seen, 0);
+	engine_release(e, c.s);
+	engine_destroy(e);
+}
+
+/* Guided decoding and logprobs reach the backend and come back per
+ * token. */
+static void
+test_guide_and_logprobs(void **unused)
+{
+	struct engine *e = mk_engine(4, 4, NULL);
+	struct engine_request r;
+	struct probe a = { 0 }, *pa[] = { &a };
+	struct engine_view v;
+	const char *guide = "{\"city\":\"Paris\"}";
+	char text[256];
+	size_t len = 0, tl;
+	uint32_t i;
+
+	(void)unused;
+	lm_request(&r, "weather?", 100);
+	r.sampling.ignore_eos = 0;
+	r.sampling.guide = guide;
+	r.sampling.guide_len = strlen(guide);
+	r.sampling.logprobs = 1 + 3;
+	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
+	run_until(e, 0, 10000 * MS, pa, 1);
+	engine_seq_view(a.s, &v);
+	assert_int_equal(v.finish, ENGINE_FINISH_STOP);   /* EOS after it */
+	for (i = 0; i < v.produced; i++) {
+		const char *t = sim.token_text(sim.impl, v.ids[i], &tl);
+
+		memcpy(text + len, t, tl);
+		len += tl;
+		assert_non_null(v.lp);
+		assert_int_equal(v.lp_stride, 4);
+		assert_int_equal(v.lp[i * 4].id, v.ids[i]);
+		assert_true(v.lp[i * 4].logprob <= 0.0f);
+		assert_true(v.lp[i * 4 + 1].logprob >= v.lp[i * 4 + 2].logprob);
+		assert_true(v.lp[i * 4 + 2].logprob >= v.lp[i * 4 + 3].logprob);
+	}
+	assert_int_equal(len, strlen(guide));
+	assert_memory_equal(text, guide, len);
+	assert_int_equal(v.generated, v.produced + 1);
+	engine_release(e, a.s);
+	engine_destroy(e);
 }
 
 static void
@@ -1279,6 +1427,8 @@ main(void)
 		cmocka_unit_test(test_physical_seq_start_refused),
 		cmocka_unit_test(test_physical_gone_before_done),
 		cmocka_unit_test(test_physical_released_text),
+		cmocka_unit_test(test_prefix_cache_prices_prefill),
+		cmocka_unit_test(test_guide_and_logprobs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

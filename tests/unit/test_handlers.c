@@ -2320,7 +2320,7 @@ test_v1_bad_requests(void **unused)
 		    "invalid_value", "stream_options" },
 		{ "/v1/chat/completions", "{\"model\":\"tokstream-sim\","
 		    "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
-		    "\"n\":2}", 400, "unsupported_value", "n" },
+		    "\"n\":17}", 400, "integer_above_max_value", "n" },
 		{ "/v1/chat/completions", "{\"model\":\"tokstream-sim\","
 		    "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],"
 		    "\"stop\":[\"\"]}", 400, "invalid_value", "stop[0]" },
@@ -3535,8 +3535,11 @@ test_responses_bad_requests(void **unused)
 		{ "{\"model\":\"tokstream-sim\",\"input\":[]}", "empty_array",
 		    "input" },
 		{ "{\"model\":\"tokstream-sim\",\"input\":[{\"type\":"
-		  "\"function_call_output\",\"call_id\":\"c\",\"output\":"
-		  "\"x\"}]}", "unsupported_value", "input[0].type" },
+		  "\"file_search_call\",\"id\":\"c\"}]}", "unsupported_value",
+		  "input[0].type" },
+		{ "{\"model\":\"tokstream-sim\",\"input\":[{\"type\":"
+		  "\"function_call_output\",\"output\":\"x\"}]}",
+		  "missing_required_parameter", "input[0].call_id" },
 		{ "{\"model\":\"tokstream-sim\",\"input\":[{\"role\":\"user\","
 		  "\"content\":[{\"type\":\"input_image\",\"image_url\":"
 		  "\"x\"}]}]}", "invalid_value", "input[0].content[0].type" },

@@ -3,7 +3,8 @@
  * known samples (mean, nearest-rank percentiles, std, TPOT, ITL pooling,
  * throughput, goodput against SLOs), the --goodput / --abandon / length
  * spec parsers (bad inputs rejected, outputs untouched), and the seeded
- * PRNG (reproducible, exponential inter-arrival times with the right mean).
+ * PRNG (reproducible, exponential inter-arrival times with the right mean),
+ * and the failure kinds (names, the kind of each HTTP status).
  * Statistical checks use fixed seeds, so they cannot flake.
  */
 #include <stdarg.h>
@@ -582,8 +583,16 @@ test_fail_names(void **state)
 
 	(void)state;
 	assert_string_equal(load_fail_name(LOAD_FAIL_HTTP_429), "http_429");
+	assert_string_equal(load_fail_name(LOAD_FAIL_HTTP_500), "http_500");
+	assert_string_equal(load_fail_name(LOAD_FAIL_HTTP_503), "http_503");
+	assert_string_equal(load_fail_name(LOAD_FAIL_HTTP_5XX), "http_5xx");
+	assert_string_equal(load_fail_name(LOAD_FAIL_HTTP_400), "http_400");
+	assert_string_equal(load_fail_name(LOAD_FAIL_HTTP_401), "http_401");
+	assert_string_equal(load_fail_name(LOAD_FAIL_HTTP_OTHER),
+	    "http_other");
 	assert_string_equal(load_fail_name(LOAD_FAIL_SSE_ERROR),
 	    "sse_error_event");
+	assert_string_equal(load_fail_name(LOAD_FAIL_TIMEOUT), "timeout");
 	for (i = 0; i < LOAD_FAIL_COUNT; i++) {
 		assert_string_not_equal(load_fail_name((enum load_fail)i),
 		    "unknown");
@@ -593,6 +602,75 @@ test_fail_names(void **state)
 			    load_fail_name((enum load_fail)j));
 	}
 	assert_string_equal(load_fail_name(LOAD_FAIL_COUNT), "unknown");
+}
+
+/*
+ * Each status to its kind: those of tokstream's failure injection
+ * (rate_limit 429, server_error 500, overloaded 503, context_length 400,
+ * invalid_api_key 401) their own, the rest of 5xx together, everything
+ * else "other", at the edges of each range.
+ */
+static void
+test_fail_of_status(void **state)
+{
+	static const struct {
+		long status;
+		enum load_fail kind;
+	} t[] = {
+		{429, LOAD_FAIL_HTTP_429},
+		{500, LOAD_FAIL_HTTP_500},
+		{503, LOAD_FAIL_HTTP_503},
+		{400, LOAD_FAIL_HTTP_400},
+		{401, LOAD_FAIL_HTTP_401},
+		{501, LOAD_FAIL_HTTP_5XX},
+		{502, LOAD_FAIL_HTTP_5XX},
+		{504, LOAD_FAIL_HTTP_5XX},
+		{599, LOAD_FAIL_HTTP_5XX},
+		{402, LOAD_FAIL_HTTP_OTHER},
+		{403, LOAD_FAIL_HTTP_OTHER},
+		{404, LOAD_FAIL_HTTP_OTHER},
+		{408, LOAD_FAIL_HTTP_OTHER},
+		{413, LOAD_FAIL_HTTP_OTHER},
+		{428, LOAD_FAIL_HTTP_OTHER},
+		{430, LOAD_FAIL_HTTP_OTHER},
+		{499, LOAD_FAIL_HTTP_OTHER},
+		{600, LOAD_FAIL_HTTP_OTHER},
+		{999, LOAD_FAIL_HTTP_OTHER},
+		{100, LOAD_FAIL_HTTP_OTHER},
+		{204, LOAD_FAIL_HTTP_OTHER},
+		{302, LOAD_FAIL_HTTP_OTHER},
+		{200, LOAD_FAIL_HTTP_OTHER},    /* the caller sorts 200, 0 */
+		{0, LOAD_FAIL_HTTP_OTHER},
+		{-1, LOAD_FAIL_HTTP_OTHER},
+	};
+	struct load_acc acc;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < NELEM(t); i++)
+		if (load_fail_of_status(t[i].status) != t[i].kind)
+			fail_msg("status %ld: got %s, want %s", t[i].status,
+			    load_fail_name(load_fail_of_status(t[i].status)),
+			    load_fail_name(t[i].kind));
+	/* each kind counted apart */
+	load_acc_init(&acc, NULL);
+	load_acc_failed(&acc, load_fail_of_status(429));
+	load_acc_failed(&acc, load_fail_of_status(500));
+	load_acc_failed(&acc, load_fail_of_status(503));
+	load_acc_failed(&acc, load_fail_of_status(503));
+	load_acc_failed(&acc, load_fail_of_status(400));
+	load_acc_failed(&acc, load_fail_of_status(401));
+	load_acc_failed(&acc, load_fail_of_status(502));
+	load_acc_failed(&acc, load_fail_of_status(404));
+	assert_int_equal(acc.failed, 8);
+	assert_int_equal(acc.fail[LOAD_FAIL_HTTP_429], 1);
+	assert_int_equal(acc.fail[LOAD_FAIL_HTTP_500], 1);
+	assert_int_equal(acc.fail[LOAD_FAIL_HTTP_503], 2);
+	assert_int_equal(acc.fail[LOAD_FAIL_HTTP_5XX], 1);
+	assert_int_equal(acc.fail[LOAD_FAIL_HTTP_400], 1);
+	assert_int_equal(acc.fail[LOAD_FAIL_HTTP_401], 1);
+	assert_int_equal(acc.fail[LOAD_FAIL_HTTP_OTHER], 1);
+	load_acc_free(&acc);
 }
 
 int
@@ -616,6 +694,7 @@ main(void)
 		cmocka_unit_test(test_rng_range),
 		cmocka_unit_test(test_plans),
 		cmocka_unit_test(test_fail_names),
+		cmocka_unit_test(test_fail_of_status),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

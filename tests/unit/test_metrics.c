@@ -27,9 +27,9 @@
 
 #include "server/metrics.h"
 
-#define FILE_SIZE 5376          /* metrics.h "File format" */
+#define FILE_SIZE 7424          /* metrics.h "File format" */
 #define SLOT_OFF 1280           /* header, histograms, counters, reasons */
-#define SLOT_SIZE 32
+#define SLOT_SIZE 48
 #define TTFT "tokstream:time_to_first_token_seconds"
 #define ITL "tokstream:inter_token_latency_seconds"
 #define E2E "tokstream:e2e_request_latency_seconds"
@@ -783,7 +783,7 @@ assert_fresh(void)
 static void
 test_damaged_file_alone(void **unused)
 {
-	uint32_t v = 2;
+	uint32_t v = 3;
 	int fd;
 
 	write_file("not a metrics file", 18);
@@ -851,7 +851,7 @@ damage_truncate(int fd)
 static void
 damage_version(int fd)
 {
-	uint32_t v = 2;
+	uint32_t v = 3;
 
 	assert_int_equal(pwrite(fd, &v, 4, 8), 4);
 }
@@ -866,8 +866,8 @@ static void
 test_damaged_file_in_use(void **unused)
 {
 	check_in_use(damage_magic, "bad magic");
-	check_in_use(damage_truncate, "100 bytes, want 5376");
-	check_in_use(damage_version, "version 2, want 1");
+	check_in_use(damage_truncate, "100 bytes, want 7424");
+	check_in_use(damage_version, "version 3, want 2");
 	check_in_use(damage_layout, "another layout");
 }
 

@@ -29,6 +29,7 @@
 static const char *const served[] = { MODEL };
 #define CMPL OPENAI_COMPLETIONS
 #define CHAT OPENAI_CHAT
+#define RESP OPENAI_RESPONSES
 
 /* Fails naming the table row: cmocka's asserts name only the line. */
 #define CHECK(i, cond)                                                    \
@@ -152,7 +153,7 @@ static const struct bad_case bad_cases[] = {
 	{ CHAT, "{" M ",'messages':[{'role':1,'content':'hi'}]}", 400,
 	  "invalid_type", "messages[0].role" },
 	{ CHAT, "{" M ",'messages':[{'role':'tool','content':'hi'}]}", 400,
-	  "invalid_value", "messages[0].role" },
+	  "missing_required_parameter", "messages[0].tool_call_id" },
 	{ CHAT, "{" M ",'messages':[{'role':'function','content':'hi'}]}",
 	  400, "invalid_value", "messages[0].role" },
 	{ CHAT, "{" M ",'messages':[{'role':'User','content':'hi'}]}", 400,
@@ -227,10 +228,12 @@ static const struct bad_case bad_cases[] = {
 	  "decimal_above_max_value", "top_p" },
 	{ CHAT, "{" M "," U ",'top_p':'1'}", 400, "invalid_type", "top_p" },
 	/* n: only 1 */
-	{ CMPL, "{" M "," P ",'n':2}", 400, "unsupported_value", "n" },
-	{ CHAT, "{" M "," U ",'n':128}", 400, "unsupported_value", "n" },
+	{ CMPL, "{" M "," P ",'n':17}", 400, "integer_above_max_value", "n" },
+	{ CHAT, "{" M "," U ",'n':128}", 400, "integer_above_max_value", "n" },
 	{ CHAT, "{" M "," U ",'n':9223372036854775807}", 400,
-	  "unsupported_value", "n" },
+	  "integer_above_max_value", "n" },
+	{ RESP, "{" M ",'input':'x','n':2}", 400, "integer_above_max_value",
+	  "n" },
 	{ CMPL, "{" M "," P ",'n':0}", 400, "integer_below_min_value",
 	  "n" },
 	{ CMPL, "{" M "," P ",'n':1.0}", 400, "invalid_type", "n" },
@@ -283,8 +286,8 @@ static const struct bad_case bad_cases[] = {
 	/* the first failure wins: fields are checked in a fixed order */
 	{ CMPL, "{" M "," P ",'max_tokens':-1,'temperature':9}", 400,
 	  "integer_below_min_value", "max_tokens" },
-	{ CHAT, "{" M "," U ",'n':2,'stop':5}", 400, "unsupported_value",
-	  "n" },
+	{ CHAT, "{" M "," U ",'n':20,'stop':5}", 400,
+	  "integer_above_max_value", "n" },
 };
 
 static void
@@ -338,14 +341,15 @@ test_error_messages(void **unused)
 		{ CMPL, "{" M "," P ",'top_p':0}", "Invalid 'top_p': decimal "
 		  "below minimum value. Expected a value > 0, but got 0 "
 		  "instead." },
-		{ CHAT, "{" M ",'messages':[{'role':'tool','content':'x'}]}",
-		  "Invalid value: 'tool'. Supported values are: 'system', "
-		  "'developer', 'user' and 'assistant'." },
+		{ CHAT, "{" M ",'messages':[{'role':'function','content':'x'}]}",
+		  "Invalid value: 'function'. Supported values are: 'system', "
+		  "'developer', 'user', 'assistant' and 'tool'." },
 		{ CHAT, "{" M "," U ",'stream_options':{}}", "The "
 		  "'stream_options' parameter is only allowed when 'stream' "
 		  "is enabled." },
-		{ CHAT, "{" M "," U ",'n':3}", "tokstream generates one "
-		  "choice per request: 'n' must be 1, but got 3." },
+		{ CHAT, "{" M "," U ",'n':17}", "Invalid 'n': integer above "
+		  "maximum value. Expected a value <= 16, but got 17 "
+		  "instead." },
 	};
 	size_t i;
 
@@ -716,7 +720,7 @@ test_error_json(void **unused)
 #define CM_HEAD "{\"id\":\"cmpl-42\",\"object\":\"text_completion\"," \
 	"\"created\":1700000000,\"model\":\"tokstream-sim\","
 #define USAGE "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2," \
-	"\"total_tokens\":7}"
+	"\"total_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":0}}"
 
 static const struct openai_usage usage = { 5, 2 };
 
@@ -1179,6 +1183,125 @@ test_responses_encode(void **unused)
 	ts_buf_free(&b);
 }
 
+/* ---- tools, formats, logprobs, n --------------------------------------- */
+
+static void
+test_parse_agent_fields(void **unused)
+{
+	struct openai_request r;
+	struct http_error err;
+	struct ts_buf b;
+
+	(void)unused;
+	assert_int_equal(parse(CHAT, "{" M "," U ",'tools':[{'type':'function',"
+	    "'function':{'name':'a','parameters':{'type':'object'}}},"
+	    "{'type':'function','function':{'name':'b'}}],'tool_choice':"
+	    "{'type':'function','function':{'name':'b'}},"
+	    "'parallel_tool_calls':false,'n':3,'logprobs':true,"
+	    "'top_logprobs':20}", &r, &err), TS_OK);
+	assert_int_equal(r.n_tools, 2);
+	assert_string_equal(r.tools[1].name, "b");
+	assert_true(json_is_object(r.tools[1].parameters));
+	assert_int_equal(r.tool_choice, OPENAI_TOOL_NAMED);
+	assert_int_equal(r.tool_named, 1);
+	assert_int_equal(r.parallel_tool_calls, 0);
+	assert_int_equal(r.n, 3);
+	assert_int_equal(r.logprobs, 1);
+	assert_int_equal(r.top_logprobs, 20);
+	assert_non_null(r.tools_json);
+	openai_request_free(&r);
+	/* the Responses API's flat tools and named choice; its history */
+	assert_int_equal(parse(RESP, "{" M ",'tools':[{'type':'function',"
+	    "'name':'f'}],'tool_choice':{'type':'function','name':'f'},"
+	    "'input':[{'role':'user','content':'hi'},{'type':'function_call',"
+	    "'call_id':'c1','name':'f','arguments':'{}'},{'type':"
+	    "'function_call_output','call_id':'c1','output':'42'}]}", &r,
+	    &err), TS_OK);
+	assert_int_equal(r.tool_choice, OPENAI_TOOL_NAMED);
+	assert_int_equal(r.n_messages, 3);
+	assert_int_equal(r.messages[1].role, OPENAI_ROLE_ASSISTANT);
+	assert_string_equal(r.messages[1].content,
+	    "{\"name\":\"f\",\"arguments\":\"{}\"}");
+	assert_int_equal(r.messages[2].role, OPENAI_ROLE_TOOL);
+	assert_string_equal(r.messages[2].content, "42");
+	openai_request_free(&r);
+	/* a chat history of tool calls renders as prompt */
+	assert_int_equal(parse(CHAT, "{" M ",'messages':[{'role':'user',"
+	    "'content':'hi'},{'role':'assistant','content':null,'tool_calls':"
+	    "[{'id':'c','type':'function','function':{'name':'f','arguments':"
+	    "'{}'}}]},{'role':'tool','tool_call_id':'c','content':'42'}]}",
+	    &r, &err), TS_OK);
+	ts_buf_init(&b, 1 << 16);
+	assert_int_equal(openai_chat_prompt(&r, &b), TS_OK);
+	assert_string_equal(b.p, "<|user|>\nhi\n<|assistant|>\n[{\"id\":\"c\","
+	    "\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":"
+	    "\"{}\"}}]\n<|tool|>\n42\n<|assistant|>\n");
+	ts_buf_free(&b);
+	openai_request_free(&r);
+	/* response_format */
+	assert_int_equal(parse(CHAT, "{" M "," U ",'response_format':{'type':"
+	    "'json_schema','json_schema':{'name':'x','schema':{'type':"
+	    "'integer'}}}}", &r, &err), TS_OK);
+	assert_int_equal(r.format, OPENAI_FORMAT_JSON_SCHEMA);
+	assert_true(json_is_object(r.format_schema));
+	openai_request_free(&r);
+	assert_int_equal(parse(CMPL, "{" M "," P ",'logprobs':5}", &r, &err),
+	    TS_OK);
+	assert_int_equal(r.logprobs, 1);
+	assert_int_equal(r.top_logprobs, 5);
+	openai_request_free(&r);
+	assert_int_equal(parse(CMPL, "{" M "," P ",'logprobs':6}", &r, &err),
+	    TS_EINVAL);
+	assert_int_equal(parse(CMPL, "{" M "," P ",'tools':[]}", &r, &err),
+	    TS_EINVAL);
+	assert_string_equal(err.code, "unsupported_parameter");
+}
+
+/* Tool-call deltas and logprobs as OpenAI streams them. */
+static void
+test_encode_agent_chunks(void **unused)
+{
+	struct openai_stream s;
+	struct openai_meta m;
+	struct openai_lp_entry top[2] = { { "a", 1, -0.25 }, { "\xe2", 1,
+	    -1.5 } };
+	struct openai_lp_token t = { { "a", 1, -0.25 }, top, 2, 0 };
+	struct ts_buf b;
+	json_t *lp;
+	char *d;
+
+	(void)unused;
+	meta(&m, CHAT);
+	openai_stream_init(&s, &m, 0);
+	ts_buf_init(&b, 1 << 16);
+	assert_int_equal(openai_encode_tool_delta(&b, &s, 0, "call_x", "f",
+	    "{\"a", 3, NULL), TS_OK);
+	assert_string_equal(b.p, "data: " CH_HEAD "\"choices\":[{\"index\":0,"
+	    "\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":"
+	    "[{\"index\":0,\"id\":\"call_x\",\"type\":\"function\",\"function\":"
+	    "{\"name\":\"f\",\"arguments\":\"\"}}]},\"logprobs\":null,"
+	    "\"finish_reason\":null}]}\n\ndata: " CH_HEAD "\"choices\":[{"
+	    "\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":"
+	    "{\"arguments\":\"{\\\"a\"}}]},\"logprobs\":null,\"finish_reason\":"
+	    "null}]}\n\n");
+	lp = openai_logprobs_json(CHAT, &t, 1);
+	d = json_dumps(lp, JSON_COMPACT);
+	assert_string_equal(d, "{\"content\":[{\"token\":\"a\",\"logprob\":"
+	    "-0.25,\"bytes\":[97],\"top_logprobs\":[{\"token\":\"a\","
+	    "\"logprob\":-0.25,\"bytes\":[97]},{\"token\":\"bytes:\\\\xe2\","
+	    "\"logprob\":-1.5,\"bytes\":[226]}]}],\"refusal\":null}");
+	free(d);
+	json_decref(lp);
+	lp = openai_logprobs_json(CMPL, &t, 1);
+	d = json_dumps(lp, JSON_COMPACT);
+	assert_string_equal(d, "{\"tokens\":[\"a\"],\"token_logprobs\":[-0.25],"
+	    "\"top_logprobs\":[{\"a\":-0.25,\"bytes:\\\\xe2\":-1.5}],"
+	    "\"text_offset\":[0]}");
+	free(d);
+	json_decref(lp);
+	ts_buf_free(&b);
+}
+
 int
 main(void)
 {
@@ -1198,6 +1321,8 @@ main(void)
 		cmocka_unit_test(test_models),
 		cmocka_unit_test(test_responses_encode),
 		cmocka_unit_test(test_chat_prompt),
+		cmocka_unit_test(test_parse_agent_fields),
+		cmocka_unit_test(test_encode_agent_chunks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
