@@ -57,6 +57,10 @@ openai_request_free(struct openai_request *r)
 	r->n_tools = 0;
 	free(r->tools_json);
 	r->tools_json = NULL;
+	json_decref(r->tools_raw);
+	r->tools_raw = NULL;
+	json_decref(r->tool_choice_raw);
+	r->tool_choice_raw = NULL;
 	json_decref(r->format_schema);
 	r->format_schema = NULL;
 }
@@ -76,6 +80,35 @@ request_defaults(struct openai_request *r, enum openai_kind kind)
 	r->error_after = -1;
 	r->parallel_tool_calls = 1;
 	r->n = 1;
+}
+
+/* 1 when the JSON text (p, len) opens more than `max` arrays and objects
+ * at once (brackets inside strings do not count); a byte scan, so a
+ * hostile body costs no recursion. */
+static int
+nested_over(const char *p, size_t len, int max)
+{
+	int depth = 0, in_str = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+		} else if (c == '"') {
+			in_str = 1;
+		} else if (c == '[' || c == '{') {
+			if (++depth > max)
+				return 1;
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return 0;
 }
 
 /* True when v is the JSON string `lit` exactly (NUL bytes included). */
@@ -1117,18 +1150,36 @@ parse_tools(const json_t *root, struct openai_request *req,
 		snprintf(path, sizeof(path), req->kind == OPENAI_RESPONSES ?
 		    "tools[%zu].parameters" : "tools[%zu].function.parameters",
 		    i);
-		if (given(x)) {
+		if (given(x) && json_is_object(x) && json_object_size(x) > 0) {
+			const json_t *ty = json_object_get(x, "type");
+
+			/* OpenAI: the parameters are an object's schema */
+			if (given(ty) ? !str_is(ty, "object") :
+			    json_object_get(x, "properties") == NULL) {
+				http_error_set(err, 400, ERR_TYPE,
+				    "invalid_value", "Invalid schema for '%s': "
+				    "a function's parameters must be a JSON "
+				    "Schema of \"type\": \"object\".", path);
+				http_error_set_param(err, "%s", path);
+				return TS_EINVAL;
+			}
 			if (check_schema(x, path, err) != TS_OK)
 				return TS_EINVAL;
 			req->tools[i].parameters = json_incref((json_t *)x);
+		} else if (given(x) && !json_is_object(x)) {
+			err_type(err, path, "an object (a JSON Schema)", x);
+			return TS_EINVAL;
 		} else {
-			/* OpenAI: omitting parameters defines a function
-			 * with an empty parameter list */
+			/* OpenAI: omitting parameters (or {}) defines a
+			 * function with an empty parameter list */
 			req->tools[i].parameters = json_pack("{s:s,s:{}}",
 			    "type", "object", "properties");
 		}
 	}
 	req->tools_json = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	req->tools_raw = json_incref((json_t *)v);
+	if (given(tc))
+		req->tool_choice_raw = json_incref((json_t *)tc);
 	if (!given(tc) || str_is(tc, "auto")) {
 		req->tool_choice = OPENAI_TOOL_AUTO;
 	} else if (str_is(tc, "none")) {
@@ -1143,9 +1194,11 @@ parse_tools(const json_t *root, struct openai_request *req,
 		if (!str_is(json_object_get(tc, "type"), "function") ||
 		    !json_is_string(x)) {
 			http_error_set(err, 400, ERR_TYPE, "invalid_value",
-			    "Invalid 'tool_choice': an object must be "
+			    "Invalid 'tool_choice': an object must be %s.",
+			    req->kind == OPENAI_RESPONSES ?
+			    "{\"type\": \"function\", \"name\": NAME}" :
 			    "{\"type\": \"function\", \"function\": "
-			    "{\"name\": NAME}}.");
+			    "{\"name\": NAME}}");
 			http_error_set_param(err, "tool_choice");
 			return TS_EINVAL;
 		}
@@ -1384,6 +1437,15 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" :
 		    kind == OPENAI_RESPONSES ? "\"input\":\"hi\"" :
 		    "\"prompt\":\"hi\"");
+		return TS_EINVAL;
+	}
+	/* jansson reads 2,048 levels, recursively, and so do the encoders
+	 * and the schema generator on what is kept, on threads with small
+	 * stacks: deeper bodies are refused before they are parsed */
+	if (nested_over(body, len, OPENAI_MAX_DEPTH)) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_json",
+		    "The body nests arrays and objects more than %d levels "
+		    "deep, tokstream's limit.", OPENAI_MAX_DEPTH);
 		return TS_EINVAL;
 	}
 	/* Duplicate keys are refused, as on the lab endpoints: no silent

@@ -105,6 +105,10 @@ struct openai_request {
 	int parallel_tool_calls; /* default 1 */
 	char *tools_json;        /* the tools as the prompt renders them
 				  * (compact JSON of the request's array) */
+	json_t *tools_raw;       /* the request's "tools" and "tool_choice"
+				  * (references; NULL when absent), which a
+				  * response object echoes */
+	json_t *tool_choice_raw;
 	/* response_format */
 	enum openai_format format;
 	json_t *format_schema;   /* OPENAI_FORMAT_JSON_SCHEMA: the schema

@@ -23,13 +23,14 @@ call_id(uint64_t seed, size_t i, char *out)
 {
 	static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	    "abcdefghijklmnopqrstuvwxyz0123456789";
-	uint64_t h = draw(seed, 100 + i);
+	uint64_t h = 0;
 	size_t j;
 
 	memcpy(out, "call_", 5);
 	for (j = 0; j < 24; j++) {
+		/* 10 characters of 62 per fresh 64-bit word (62^10 < 2^60) */
 		if (j % 10 == 0)
-			h = draw(h, j);
+			h = draw(seed, 100 + 4 * (uint64_t)i + j / 10);
 		out[5 + j] = alnum[h % 62];
 		h /= 62;
 	}

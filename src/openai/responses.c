@@ -102,14 +102,16 @@ response_json(const struct openai_resp_meta *m, const char *status,
 	o = put(o, "model", json_stringn(m->model, m->model_len));
 	o = put(o, "output", output);
 	output = NULL;
-	o = put(o, "parallel_tool_calls", json_true());
+	o = put(o, "parallel_tool_calls", json_boolean(m->parallel_tool_calls));
 	o = put(o, "previous_response_id", json_null());
 	o = put(o, "reasoning", json_pack("{s:n,s:n}", "effort", "summary"));
 	o = put(o, "store", json_false());
 	o = put(o, "temperature", json_real(m->temperature));
 	o = put(o, "text", json_pack("{s:{s:s}}", "format", "type", "text"));
-	o = put(o, "tool_choice", json_string("auto"));
-	o = put(o, "tools", json_array());
+	o = put(o, "tool_choice", m->tool_choice != NULL ?
+	    json_deep_copy(m->tool_choice) : json_string("auto"));
+	o = put(o, "tools", m->tools != NULL ? json_deep_copy(m->tools) :
+	    json_array());
 	o = put(o, "top_p", json_real(m->top_p));
 	o = put(o, "truncation", json_string("disabled"));
 	o = put(o, "usage", usage != NULL ? usage : json_null());

@@ -29,6 +29,9 @@ struct openai_resp_meta {
 	int has_max_output;
 	double temperature;
 	double top_p;
+	const json_t *tools;     /* the request's tools (borrowed); NULL: [] */
+	const json_t *tool_choice; /* borrowed; NULL: "auto" */
+	int parallel_tool_calls; /* echoed */
 };
 
 /* A streamed response's state. */

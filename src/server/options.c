@@ -400,16 +400,14 @@ options_parse(struct options *o, int argc, char **argv)
 		case O_FRATE:
 			if (inject_parse_rate(optarg, &o->inject.rate, msg,
 			    sizeof(msg)) != TS_OK) {
-				fprintf(stderr, "tokstream-fcgi: "
-				    "--failure-injection-rate: %s\n", msg);
+				fprintf(stderr, "tokstream-fcgi: %s\n", msg);
 				exit(2);
 			}
 			break;
 		case O_FTYPES:
 			if (inject_parse_types(optarg, &o->inject.types, msg,
 			    sizeof(msg)) != TS_OK) {
-				fprintf(stderr, "tokstream-fcgi: "
-				    "--failure-types: %s\n", msg);
+				fprintf(stderr, "tokstream-fcgi: %s\n", msg);
 				exit(2);
 			}
 			break;

@@ -52,6 +52,8 @@ struct v1_choice {
 				       * unsent */
 	size_t lp_off;                /* its offset in the text, bytes */
 	int role_sent;                /* its first delta went out */
+	uint32_t lp_upto;             /* tokens whose text was released (the
+				       * whole answer's logprobs) */
 };
 
 /* One /v1 response in flight: owned by its relay from the hand-off on. */
@@ -70,7 +72,20 @@ struct v1_resp {
 	int silent;                   /* an injected timeout (1: not a byte)
 				       * or cut (2: no end after the
 				       * tokens) */
+	int injected;                 /* a mid-stream failure to count if it
+				       * fires (enum inject_kind), or 0 */
 };
+
+/* Counts an injected mid-stream failure that ended the response. */
+static void
+v1_fired(struct relay *r, enum engine_finish f)
+{
+	struct v1_resp *vr = r->resp;
+
+	if (vr->injected != 0 && f == ENGINE_FINISH_ERROR)
+		metrics_injected(r->srv->metrics, vr->injected);
+	vr->injected = 0;
+}
 
 static void
 v1_resp_free(struct relay *r)
@@ -322,6 +337,7 @@ v1_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	enum ts_err rc;
 
 	v1_usage(vr, v);
+	v1_fired(r, f);
 	if (vr->silent)
 		return TS_OK;   /* an injected cut: no finish, no [DONE] */
 	if (lab_finish_error(vr->error_after, f, &err)) {
@@ -432,6 +448,7 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	struct http_error err;
 
 	v1_usage(vr, v);
+	v1_fired(r, f);
 	if (vr->silent)
 		return TS_OK;
 	if (lab_finish_error(vr->error_after, f, &err)) {
@@ -466,8 +483,11 @@ v1_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	struct v1_choice *ch = v1_cur(r);
 
 	(void)out;
-	(void)index;
 	(void)event;
+	/* a token whose text a stop string cut is not in the answer, nor in
+	 * its logprobs (as in a stream) */
+	if (len > 0)
+		ch->lp_upto = index + 1;
 	return ts_buf_append(&ch->text, text, len) == TS_OK ? TS_OK :
 	    TS_ELIMIT;
 }
@@ -486,6 +506,7 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	size_t mark;
 	uint32_t i;
 
+	v1_fired(r, f);
 	if (vr->silent)
 		return TS_OK;   /* an injected cut or timeout: no answer */
 	if (lab_finish_error(vr->error_after, f, &err)) {
@@ -506,7 +527,7 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		cs[i].text = ch->text.p ? ch->text.p : "";
 		cs[i].len = ch->text.len;
 		cs[i].finish = v1_finish_of(ch, vi.finish);
-		cs[i].x.logprobs = v1_logprobs(r, ch, vi.produced);
+		cs[i].x.logprobs = v1_logprobs(r, ch, ch->lp_upto);
 		cs[i].x.calls = calls[i];
 		cs[i].x.ncalls = ch->plan.ncalls > 0 ? v1_calls(vr, ch,
 		    calls[i]) : 0;
@@ -548,6 +569,14 @@ v1_fail(struct reply *rp, struct http_error *err, const char *extra)
 	reply_error_v1(rp, err, extra, 0);
 }
 
+/* 1 when the answer may be tool calls or is a JSON Schema instance. */
+static int
+v1_structured(const struct openai_request *req)
+{
+	return req->format != OPENAI_FORMAT_TEXT || (req->n_tools > 0 &&
+	    req->tool_choice != OPENAI_TOOL_NONE);
+}
+
 /* The seed of choice k > 0 (choice 0 samples with the request's own
  * seed, so n = 1 is unchanged): a distinct stream per choice. */
 static uint64_t
@@ -584,8 +613,7 @@ v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
 		if (inject_parse_header(hv, strlen(hv), ic, &k, &after, msg,
 		    sizeof(msg)) != TS_OK) {
 			http_error_set(err, 400, "invalid_request_error",
-			    "invalid_value", "Invalid %s header: %s",
-			    INJECT_HEADER, msg);
+			    "invalid_value", "%s", msg);
 			v1_fail(rp, err, NULL);
 			return 1;
 		}
@@ -594,9 +622,17 @@ v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
 	}
 	if (k == INJECT_NONE)
 		return 0;
-	metrics_injected(srv->metrics, (int)k);
+	/* a mid-stream failure counts when it fires (v1_fired): one after
+	 * the answer's last token never does */
+	if (k == INJECT_MIDSTREAM_ERROR || k == INJECT_MIDSTREAM_CUT)
+		vr->injected = k;
+	else
+		metrics_injected(srv->metrics, (int)k);
 	if (inject_error(k, ic, srv->backend->context_len(
 	    srv->backend->impl), job->prompt_tokens, err)) {
+		if (k == INJECT_CONTEXT_LENGTH && vr->req.kind != OPENAI_CHAT)
+			http_error_set_param(err, "%s", vr->req.kind ==
+			    OPENAI_COMPLETIONS ? "prompt" : "input");
 		extra[0] = '\0';
 		if (k == INJECT_RATE_LIMIT)
 			snprintf(extra, sizeof(extra), "Retry-After: %u\r\n",
@@ -652,7 +688,7 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	size_t n_models = server_model_names(srv, &models);
 	const char *stop[STOP_MAX];
 	size_t stop_len[STOP_MAX];
-	uint64_t base;
+	uint64_t base, pbase;
 	uint32_t k;
 	size_t i;
 
@@ -707,12 +743,16 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	}
 	base = vr->req.has_seed ? (uint64_t)vr->req.seed :
 	    rng_seed_of(job.prompt, job.prompt_len);
+	/* the plan (tool call ids and arguments) depends on the prompt too,
+	 * so each turn of an agent loop with a fixed seed gets new ids */
+	pbase = rng_seed_of(job.prompt, job.prompt_len) ^ (vr->req.has_seed ?
+	    rng_mix64((uint64_t)vr->req.seed) : 0);
 	vr->n = vr->req.n;
 	vr->ch = xcalloc(vr->n, sizeof(*vr->ch));
 	for (k = 0; k < vr->n; k++) {
 		ts_buf_init(&vr->ch[k].text, (size_t)HTTP_MAX_TOKENS_CAP *
 		    srv->backend->max_token_bytes * 3);
-		if (openai_plan_make(&vr->req, v1_choice_seed(base, k),
+		if (openai_plan_make(&vr->req, v1_choice_seed(pbase, k),
 		    srv->opt->echo, &vr->ch[k].plan, &err) != TS_OK) {
 			v1_fail(rp, &err, NULL);
 			goto fail;
@@ -742,7 +782,10 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	vr->error_after = job.error_after;
 	job.t0_ns = rp->t0;
 	rec.kind = vr->req.stream ? STATE_KIND_STREAM : STATE_KIND_GENERATE;
-	for (i = 0; i < vr->req.n_stop && i < STOP_MAX; i++) {
+	/* stop strings cut text: not tool calls or a JSON instance, which
+	 * must stay whole (the guide ends them) */
+	for (i = 0; !v1_structured(&vr->req) && i < vr->req.n_stop &&
+	    i < STOP_MAX; i++) {
 		stop[i] = job.stop[i] = vr->req.stop[i].s;
 		stop_len[i] = job.stop_len[i] = vr->req.stop[i].len;
 	}
@@ -787,6 +830,9 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	vr->rmeta.has_max_output = vr->req.has_max_tokens;
 	vr->rmeta.temperature = vr->req.temperature;
 	vr->rmeta.top_p = vr->req.top_p;
+	vr->rmeta.tools = vr->req.tools_raw;
+	vr->rmeta.tool_choice = vr->req.tool_choice_raw;
+	vr->rmeta.parallel_tool_calls = vr->req.parallel_tool_calls;
 	ts_buf_free(&body);
 	ts_buf_free(&prompt);
 	if (vr->req.stream && vr->silent != 1) {

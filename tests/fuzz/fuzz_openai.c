@@ -54,6 +54,29 @@ given(const json_t *v)
  * The code the first checks must give for `body`, or NULL when they pass
  * (then *root is the loaded object; caller decrefs it).
  */
+/* 1 when v nests arrays and objects more than `left` levels (parse.c's
+ * OPENAI_MAX_DEPTH rule, computed on the tree). */
+static int
+deeper(const json_t *v, int left)
+{
+	const json_t *x;
+	const char *k;
+	size_t i;
+
+	if (!json_is_array(v) && !json_is_object(v))
+		return 0;
+	if (left <= 0)
+		return 1;
+	json_array_foreach(v, i, x)
+		if (deeper(x, left - 1))
+			return 1;
+	if (json_is_object(v))
+		json_object_foreach((json_t *)v, k, x)
+			if (deeper(x, left - 1))
+				return 1;
+	return 0;
+}
+
 static const char *
 model_code(const char *body, size_t len, json_t **root)
 {
@@ -65,7 +88,8 @@ model_code(const char *body, size_t len, json_t **root)
 		return "empty_body";
 	*root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
 	    &jerr);
-	if (*root == NULL || !json_is_object(*root))
+	if (*root == NULL || !json_is_object(*root) ||
+	    deeper(*root, OPENAI_MAX_DEPTH))
 		return "invalid_json";
 	m = json_object_get(*root, "model");
 	if (!given(m))
@@ -203,7 +227,9 @@ check_accepted(enum openai_kind kind, const json_t *root,
 	FUZZ_CHECK(r->temperature == want_num(root, "temperature", 1));
 	FUZZ_CHECK(r->top_p > 0 && r->top_p <= 1);
 	FUZZ_CHECK(r->top_p == want_num(root, "top_p", 1));
-	FUZZ_CHECK(want_int(root, "n", 1) == 1);
+	FUZZ_CHECK(r->n >= 1 && r->n <= (kind == OPENAI_RESPONSES ? 1u :
+	    OPENAI_MAX_N));
+	FUZZ_CHECK((long long)r->n == want_int(root, "n", 1));
 	FUZZ_CHECK(r->stream == want_bool(root, "stream"));
 	FUZZ_CHECK(r->include_usage == want_bool(json_object_get(root,
 	    "stream_options"), "include_usage"));
@@ -290,7 +316,7 @@ check_encoders(const struct openai_request *r)
 {
 	struct openai_meta m = { r->kind, 7, 1700000000, r->model,
 	    r->model_len };
-	struct openai_usage u = { 3, (uint32_t)r->n_stop };
+	struct openai_usage u = { 3, (uint32_t)r->n_stop, 0 };
 	struct openai_stream s;
 	struct ts_buf b;
 	size_t i, want;

@@ -136,6 +136,49 @@ metric() {
 	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"n":17}' "$d/e"
 	[ "$output" = 400 ]
 	jq -e '.error.param == "n"' "$d/e"
+	# a function's parameters describe an object ({} is no parameters)
+	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"integer"}}}]}' "$d/e"
+	[ "$output" = 400 ]
+	jq -e '.error.param == "tools[0].function.parameters"' "$d/e"
+	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":"required"}' "$d/e"
+	[ "$output" = 200 ]
+	jq -e '.choices[0].message.tool_calls[0].function.arguments == "{}"' "$d/e"
+	# a body nested 1,000 deep (in an ignored annotation of a schema) is
+	# a 400 before it is parsed, and the responder lives on
+	local deep
+	deep=$(printf '%*s' 1000 '' | tr ' ' '['; printf '%*s' 1000 '' | tr ' ' ']')
+	run post "{\"model\":\"tokstream-sim\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"default\":$deep}}}]}" "$d/e"
+	[ "$output" = 400 ]
+	jq -e '.error.code == "invalid_json" and (.error.message | test("64 levels"))' "$d/e"
+	[ "$(post '{"model":"tokstream-sim","max_tokens":2,"messages":[{"role":"user","content":"hi"}]}' "$d/ok")" = 200 ]
+}
+
+@test "stop strings do not cut tool calls or JSON output; logprobs with a stop string are the same streamed and whole; tool call ids change with the conversation" {
+	local d=$BATS_TEST_TMPDIR
+	local tools='[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}]'
+	[ "$(post "{\"model\":\"tokstream-sim\",\"seed\":1,\"stop\":[\"\\\"\"],\"tools\":$tools,\"tool_choice\":\"required\",\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}" "$d/t")" = 200 ]
+	jq -e '.choices[0].finish_reason == "tool_calls" and
+		(.choices[0].message.tool_calls[0].function.arguments | fromjson | .a | type) == "string"' "$d/t"
+	[ "$(post '{"model":"tokstream-sim","seed":1,"stop":["\""],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}},"messages":[{"role":"user","content":"go"}]}' "$d/j")" = 200 ]
+	jq -e '.choices[0].message.content | fromjson | .a | type == "string"' "$d/j"
+	# logprobs: the tokens of the text, stream or not
+	local body='{"model":"tokstream-sim","prompt":"go","max_tokens":60,"logprobs":1,"seed":1,"stop":[" the"," a"," of"]}'
+	PATHV1=/v1/completions post "$body" "$d/w" >/dev/null
+	PATHV1=/v1/completions post "$(jq -c '. + {stream: true}' <<<"$body")" "$d/s" >/dev/null
+	[ "$(jq -c '.choices[0].logprobs.tokens' "$d/w")" = \
+	  "$(chunks "$d/s" | jq -s -c '[.[] | .choices[0].logprobs.tokens // empty | .[]]')" ]
+	[ "$(jq -r '.choices[0].logprobs.tokens | join("")' "$d/w")" = "$(jq -r '.choices[0].text' "$d/w")" ]
+	# a fixed seed, two turns of a loop: two ids
+	local h1 h2
+	post "{\"model\":\"tokstream-sim\",\"seed\":7,\"tools\":$tools,\"tool_choice\":\"required\",\"messages\":[{\"role\":\"user\",\"content\":\"go\"}]}" "$d/i1" >/dev/null
+	h1=$(jq -r '.choices[0].message.tool_calls[0].id' "$d/i1")
+	post "{\"model\":\"tokstream-sim\",\"seed\":7,\"tools\":$tools,\"tool_choice\":\"required\",\"messages\":[{\"role\":\"user\",\"content\":\"go\"},$(jq -c '.choices[0].message' "$d/i1"),{\"role\":\"tool\",\"tool_call_id\":\"$h1\",\"content\":\"1\"},{\"role\":\"user\",\"content\":\"again\"}]}" "$d/i2" >/dev/null
+	h2=$(jq -r '.choices[0].message.tool_calls[0].id' "$d/i2")
+	echo "ids $h1 $h2"
+	[ "$h1" != "$h2" ]
+	# the Responses API echoes the request's tools and choice
+	PATHV1=/v1/responses post '{"model":"tokstream-sim","input":"go","tools":[{"type":"function","name":"f"}],"tool_choice":"required","parallel_tool_calls":false}' "$d/r" >/dev/null
+	jq -e '.tools[0].name == "f" and .tool_choice == "required" and .parallel_tool_calls == false and .output[0].type == "function_call"' "$d/r"
 }
 
 @test "n > 1: n indexed choices, each its own sequence (n slots), usage summed, choice 0 is the n = 1 answer; streamed chunks carry their index" {
@@ -213,6 +256,11 @@ metric() {
 	[ "$(post "$body" "$d/r" -H 'X-Tokstream-Failure: sometimes')" = 400 ]
 	jq -e '.error.message | test("X-Tokstream-Failure")' "$d/r"
 	[ "$(post "$body" "$d/r" -H 'X-Tokstream-Failure: rate_limit; after=3')" = 400 ]
+	# a mid-stream failure after the answer's last token never fires:
+	# a normal end, not counted
+	[ "$(post "$sbody" "$d/late" -H 'X-Tokstream-Failure: midstream_error; after=500')" = 200 ]
+	tail -c 20 "$d/late" | grep -q 'data: \[DONE\]'
+	chunks "$d/late" | jq -s -e '[.[] | .choices[0].finish_reason // empty] == ["length"]'
 	# each counted once by type
 	local after t
 	after=$(curl -s "$BASE/metrics" | grep '^tokstream:injected_failures_total')

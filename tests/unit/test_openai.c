@@ -722,7 +722,7 @@ test_error_json(void **unused)
 #define USAGE "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2," \
 	"\"total_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":0}}"
 
-static const struct openai_usage usage = { 5, 2 };
+static const struct openai_usage usage = { 5, 2, 0 };
 
 static void
 meta(struct openai_meta *m, enum openai_kind kind)
@@ -1088,6 +1088,7 @@ resp_meta(struct openai_resp_meta *m)
 	m->model_len = strlen(MODEL);
 	m->temperature = 1;
 	m->top_p = 1;
+	m->parallel_tool_calls = 1;
 }
 
 static void
@@ -1095,7 +1096,7 @@ test_responses_encode(void **unused)
 {
 	struct openai_resp_meta m;
 	struct openai_resp_stream st;
-	struct openai_usage usage = { 5, 2 };
+	struct openai_usage usage = { 5, 2, 0 };
 	struct ts_buf b;
 	char seq[1024];
 	json_t *o;
