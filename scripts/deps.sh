@@ -6,8 +6,11 @@ curl jq clang libclang-rt-14-dev valgrind git procps"
 
 # What only the tests need: Debian's chromium, the headless browser of
 # tests/integration/demo.bats (driven by the npm playwright-core, which
-# downloads no browser of its own). scripts/check installs these too.
-TOKSTREAM_TEST_PACKAGES="chromium"
+# downloads no browser of its own); haproxy, the tier over several
+# fronts in tests/integration/scaleout.bats, and prometheus, which
+# scrapes the backends there with etc/prometheus/tokstream-scrape.yml.
+# scripts/check installs these too.
+TOKSTREAM_TEST_PACKAGES="chromium haproxy prometheus"
 
 # What only the benchmarks need (scripts/bench-*): gnuplot for the PNG
 # plots. tokstream_install_deps bench installs these too.

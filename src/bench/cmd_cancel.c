@@ -57,10 +57,14 @@ cmd_cancel_poll(const struct opts *o, const char *id,
 	CURLcode cc;
 	CURL *curl;
 	size_t n;
+	const char *base = o->debug_url ? o->debug_url : o->url;
+	size_t blen = strlen(base);
 
-	n = strlen(o->url) + sizeof("/_debug/generated");
+	while (blen > 0 && base[blen - 1] == '/')
+		blen--;
+	n = blen + sizeof("/_debug/generated");
 	url = xmalloc(n);
-	snprintf(url, n, "%s/_debug/generated", o->url);
+	snprintf(url, n, "%.*s/_debug/generated", (int)blen, base);
 	if ((curl = curl_easy_init()) == NULL) {
 		msg_err("curl_easy_init failed");
 		goto out;
@@ -199,6 +203,7 @@ static const struct option cmd_cancel_longopts[] = {
 	{"read", required_argument, NULL, OPTS_READ},
 	{"id-only", no_argument, NULL, OPTS_ID_ONLY},
 	{"rst", no_argument, NULL, OPTS_RST},
+	{"debug-url", required_argument, NULL, OPTS_DEBUG_URL},
 	OPTS_LONG_TIMING, OPTS_LONG_TIMEOUT, OPTS_LONG_HELP, OPTS_LONG_END
 };
 
@@ -219,6 +224,10 @@ const struct opts_cmd cmd_cancel = {
 	"not a FIN\n"
 	"      --id-only         print only the stream id (with no "
 	"--out, no file)\n"
+	"      --debug-url BASE  ask /_debug/generated there, not at --url "
+	"(a\n"
+	"                        front behind a proxy that forwards "
+	"X-Forwarded-For)\n"
 	OPTS_USAGE_TIMING,
 	cmd_cancel_main, 0, OPTS_CANCEL_TOKENS, NULL
 };

@@ -123,6 +123,9 @@ opts_one(const struct opts_cmd *cmd, int c, char **argv, struct opts *o,
 	case OPTS_RST:
 		o->rst = 1;
 		return -1;
+	case OPTS_DEBUG_URL:
+		o->debug_url = optarg;
+		return -1;
 	case OPTS_TPOT:
 	case OPTS_PREFILL:
 		if (opts_parse_long(optarg, 0, 60000, c == OPTS_TPOT ?

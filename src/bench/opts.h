@@ -34,6 +34,8 @@ struct opts {
 	int json;               /* stream --json */
 	int id_only;            /* cancel --id-only */
 	int rst;                /* cancel --rst: close with a TCP reset */
+	const char *debug_url;  /* cancel --debug-url: where /_debug is
+				 * asked; NULL: url. Borrowed */
 	long tpot_ms;           /* --tpot-ms, sent as tpot_ms; -1 = not */
 	long prefill_ms;        /* --prefill-ms, sent as prefill_ms; -1 */
 };
@@ -53,6 +55,7 @@ enum {
 	OPTS_JSON,
 	OPTS_ID_ONLY,
 	OPTS_RST,
+	OPTS_DEBUG_URL,
 	OPTS_TPOT,
 	OPTS_PREFILL
 };

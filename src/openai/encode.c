@@ -33,9 +33,9 @@ head(const struct openai_meta *m, const char *object)
 {
 	char id[40];
 
-	snprintf(id, sizeof(id), "%s-%llu",
+	snprintf(id, sizeof(id), "%s-%s%llu",
 	    m->kind == OPENAI_CHAT ? "chatcmpl" : "cmpl",
-	    (unsigned long long)m->id);
+	    m->id_prefix ? m->id_prefix : "", (unsigned long long)m->id);
 	return json_pack("{s:s,s:s,s:I,s:s%}", "id", id, "object", object,
 	    "created", (json_int_t)m->created, "model", m->model,
 	    m->model_len);

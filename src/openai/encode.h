@@ -19,6 +19,8 @@ struct openai_meta {
 	int64_t created;         /* unix time in seconds */
 	const char *model;       /* borrowed for each call; UTF-8 */
 	size_t model_len;
+	const char *id_prefix;   /* before the id: "NAME-" on a named
+				  * server (--instance), NULL or "" */
 };
 
 /* Token counts; total_tokens is their sum. cached_tokens (of

@@ -23,8 +23,10 @@
 static void
 ids(const struct openai_resp_meta *m, char *resp, char *msg, size_t cap)
 {
-	snprintf(resp, cap, "resp_%llu", (unsigned long long)m->id);
-	snprintf(msg, cap, "msg_%llu", (unsigned long long)m->id);
+	const char *pre = m->id_prefix ? m->id_prefix : "";
+
+	snprintf(resp, cap, "resp_%s%llu", pre, (unsigned long long)m->id);
+	snprintf(msg, cap, "msg_%s%llu", pre, (unsigned long long)m->id);
 }
 
 static const char *
@@ -329,7 +331,8 @@ call_item(const struct openai_resp_meta *m, uint32_t i,
 {
 	char id[48];
 
-	snprintf(id, sizeof(id), "fc_%llu_%u", (unsigned long long)m->id, i);
+	snprintf(id, sizeof(id), "fc_%s%llu_%u", m->id_prefix ? m->id_prefix :
+	    "", (unsigned long long)m->id, i);
 	return json_pack("{s:s,s:s,s:s,s:s,s:s%,s:s}", "type",
 	    "function_call", "id", id, "call_id", c->id, "name", c->name,
 	    "arguments", args, len, "status", status);
@@ -370,7 +373,8 @@ at_call(const struct openai_resp_stream *s, uint32_t i)
 {
 	char id[48];
 
-	snprintf(id, sizeof(id), "fc_%llu_%u", (unsigned long long)s->meta.id,
+	snprintf(id, sizeof(id), "fc_%s%llu_%u", s->meta.id_prefix ?
+	    s->meta.id_prefix : "", (unsigned long long)s->meta.id,
 	    i);
 	return json_pack("{s:s,s:i}", "item_id", id, "output_index", (int)i);
 }

@@ -20,6 +20,8 @@
 /* What a response echoes of its request, and its ids. */
 struct openai_resp_meta {
 	uint64_t id;             /* the request id: "resp_<id>", "msg_<id>" */
+	const char *id_prefix;   /* before the id: "NAME-" on a named
+				  * server (--instance), NULL or "" */
 	int64_t created_at;      /* unix time in seconds */
 	const char *model;       /* the served model's name (borrowed) */
 	size_t model_len;

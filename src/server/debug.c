@@ -20,6 +20,7 @@
 #include "server/conn.h"
 #include "server/metrics.h"
 #include "server/reply.h"
+#include "server/resume.h"
 #include "server/server.h"
 #include "server/state.h"
 
@@ -103,16 +104,59 @@ proxied:
 	return -1;
 }
 
+/*
+ * An id asked of this server: parses "[<instance>-]<stream>" into *id. A
+ * named server (--instance) answers only its own ids: another instance's
+ * is a 421 (the front routes an id to its instance, so a 421 means a
+ * route is missing), and a bare number a 400 (which host's?). Returns 0,
+ * or the status with *err filled.
+ */
+static int
+debug_parse_id(struct server *srv, const char *s, unsigned long long *id,
+    struct http_error *err)
+{
+	char own[RESUME_INSTANCE_MAX + 1], its[RESUME_INSTANCE_MAX + 1];
+	uint64_t inst, stream;
+	const char *why;
+
+	resume_instance_name(srv->opt->instance, own);
+	if (resume_request_id_parse(s, strlen(s), &inst, &stream, &why) !=
+	    TS_OK || (inst == 0 && srv->opt->instance != 0)) {
+		if (srv->opt->instance != 0)
+			http_error_set(err, 400, "invalid_request_error",
+			    "invalid_id", "id must be a stream id as sent in "
+			    "X-Request-Id: %s-N on this server (instance "
+			    "%s)", own, own);
+		else
+			http_error_set(err, 400, "invalid_request_error",
+			    "invalid_id", "id must be a stream id, a "
+			    "positive integer as sent in X-Request-Id");
+		return 400;
+	}
+	if (inst != srv->opt->instance) {
+		resume_instance_name(inst, its);
+		http_error_set(err, 421, "invalid_request_error",
+		    "misdirected_request", "stream %s belongs to instance %s; "
+		    "this is %s%s (a front routes ids by their instance: "
+		    "docs/OPERATIONS.md \"Several hosts\")", s, its,
+		    own[0] ? "instance " : "an unnamed server", own);
+		return 421;
+	}
+	*id = stream;
+	return 0;
+}
+
 /* GET /_debug/generated[?id=N]: one stream's counts, loopback only. */
 void
 debug_generated(struct server *srv, struct reply *rp)
 {
 	const char *qs = conn_param(rp->conn, "QUERY_STRING");
+	const char *pre = srv->opt->id_prefix;
 	struct state_record rec;
 	struct http_error err;
 	unsigned long long id = 0;
 	const char *status;
-	char idbuf[24];
+	char idbuf[RESUME_REQUEST_ID_MAX + 1];
 	json_t *obj;
 
 	if (debug_check_local(rp->conn, "/_debug/", &err) != 0) {
@@ -120,15 +164,7 @@ debug_generated(struct server *srv, struct reply *rp)
 		return;
 	}
 	if (strncmp(qs, "id=", 3) == 0) {
-		char *end;
-
-		errno = 0;
-		id = strtoull(qs + 3, &end, 10);
-		if (errno != 0 || qs[3] < '0' || qs[3] > '9' || *end != '\0' ||
-		    id == 0) {
-			http_error_set(&err, 400, "invalid_request_error",
-			    "invalid_id", "id must be a stream id, a "
-			    "positive integer as sent in X-Request-Id");
+		if (debug_parse_id(srv, qs + 3, &id, &err) != 0) {
 			reply_error(rp, &err, NULL, 0);
 			return;
 		}
@@ -140,14 +176,15 @@ debug_generated(struct server *srv, struct reply *rp)
 	}
 	if (state_lookup(srv->state, id, &rec) != TS_OK) {
 		http_error_set(&err, 404, "not_found_error", "unknown_stream",
-		    id ? "no stream with id %llu is held (unknown or older "
+		    id ? "no stream with id %s%llu is held (unknown or older "
 		    "than the last %u streams)" : "no stream has started yet",
-		    id, STATE_CAPACITY);
+		    pre, id, STATE_CAPACITY);
 		reply_error(rp, &err, NULL, 0);
 		return;
 	}
 	status = rec.owner_gone ? "error" : state_status_name(rec.status);
-	snprintf(idbuf, sizeof(idbuf), "%llu", (unsigned long long)rec.id);
+	resume_request_id_format(idbuf, sizeof(idbuf), srv->opt->instance,
+	    rec.id);
 	obj = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I}",
 	    "id", idbuf,
 	    "kind", rec.kind == STATE_KIND_STREAM ? "stream" : "generate",
@@ -162,11 +199,18 @@ debug_generated(struct server *srv, struct reply *rp)
 	    "total_streams", (json_int_t)state_total_streams(srv->state));
 	if (obj != NULL && rec.resume_index != 0) {
 		/* resumed_from: the stream resumed, as the state file
-		 * confirms it; null when the id named one it does not hold. */
-		snprintf(idbuf, sizeof(idbuf), "%llu",
-		    (unsigned long long)rec.resumed_from);
+		 * confirms it ("held"); null when the id named one it does
+		 * not hold ("not_held"); another instance's as its id names
+		 * it ("other_instance": that instance's record, at a front,
+		 * while it is up and holds it). */
+		resume_request_id_format(idbuf, sizeof(idbuf),
+		    rec.from_instance ? rec.from_instance :
+		    srv->opt->instance, rec.resumed_from);
 		json_object_set_new(obj, "resumed_from", rec.resumed_from ?
 		    json_string(idbuf) : json_null());
+		json_object_set_new(obj, "resumed_from_record", json_string(
+		    rec.from_instance ? "other_instance" : rec.resumed_from ?
+		    "held" : "not_held"));
 		json_object_set_new(obj, "resume_index",
 		    json_integer((json_int_t)rec.resume_index));
 		/* No sequence state is kept after a drop: the KV cache of the
@@ -241,6 +285,62 @@ debug_generated(struct server *srv, struct reply *rp)
 }
 
 /*
+ * ?instance=NAME on /health and /metrics: a front routes it to that
+ * backend (docs/OPERATIONS.md "Several hosts"), and the backend checks
+ * that it is the one asked, so a missing route is a 421, never another
+ * host's answer. Other parameters are ignored (as before). Returns 0 to
+ * answer, -1 when the 421 was sent.
+ */
+static int
+debug_check_instance(struct server *srv, struct reply *rp)
+{
+	const char *qs = conn_param(rp->conn, "QUERY_STRING"), *p = qs;
+	const char *own = srv->opt->instance_name;
+	struct http_error err;
+	size_t n;
+
+	while (*p != '\0') {
+		n = strcspn(p, "&");
+		if (n >= 9 && memcmp(p, "instance=", 9) == 0 &&
+		    (own == NULL || n - 9 != strlen(own) ||
+		    memcmp(p + 9, own, n - 9) != 0)) {
+			http_error_set(&err, 421, "invalid_request_error",
+			    "misdirected_request", "this is %s%s, not "
+			    "instance %.*s (a front routes ?instance= to "
+			    "its backend: docs/OPERATIONS.md \"Several "
+			    "hosts\")", own ? "instance " : "an unnamed "
+			    "server", own ? own : "", (int)(n - 9 > 64 ? 64 :
+			    n - 9), p + 9);
+			reply_error(rp, &err, NULL, 0);
+			return -1;
+		}
+		p += n;
+		if (*p == '&')
+			p++;
+	}
+	return 0;
+}
+
+/* On a named server, the series that says which backend answered. */
+static enum ts_err
+debug_render_instance(struct server *srv, struct ts_buf *b)
+{
+	char line[256];
+	int n;
+
+	if (srv->opt->instance_name == NULL)
+		return TS_OK;
+	n = snprintf(line, sizeof(line), "# HELP tokstream:backend_info "
+	    "This backend's --instance name (docs/OPERATIONS.md \"Several "
+	    "hosts\").\n# TYPE tokstream:backend_info gauge\n"
+	    "tokstream:backend_info{tokstream_instance=\"%s\"} 1\n",
+	    srv->opt->instance_name);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return TS_ELIMIT;
+	return ts_buf_append(b, line, (size_t)n);
+}
+
+/*
  * GET /metrics: Prometheus text exposition format 0.0.4, over all
  * responder processes (docs/API.md "GET /metrics: Prometheus
  * metrics"). Loopback only, like /_debug.
@@ -255,9 +355,11 @@ debug_metrics(struct server *srv, struct reply *rp)
 		reply_error(rp, &err, NULL, 0);
 		return;
 	}
+	if (debug_check_instance(srv, rp) != 0)
+		return;
 	ts_buf_init(&b, 1u << 20);
 	if (srv->metrics == NULL || metrics_render(srv->metrics, &b) !=
-	    TS_OK) {
+	    TS_OK || debug_render_instance(srv, &b) != TS_OK) {
 		http_error_set(&err, 500, "server_error", "metrics_unavailable",
 		    "the metrics could not be rendered");
 		reply_error(rp, &err, NULL, 0);
@@ -268,10 +370,16 @@ debug_metrics(struct server *srv, struct reply *rp)
 	ts_buf_free(&b);
 }
 
-/* GET /health: {"status":"ok"} while the responder runs. */
+/* GET /health: {"status":"ok"} while the responder runs, with
+ * "instance" on a named server. */
 void
 debug_health(struct server *srv, struct reply *rp)
 {
-	(void)srv;
-	reply_json(rp, 200, json_pack("{s:s}", "status", "ok"), 0);
+	if (debug_check_instance(srv, rp) != 0)
+		return;
+	if (srv->opt->instance_name != NULL)
+		reply_json(rp, 200, json_pack("{s:s,s:s}", "status", "ok",
+		    "instance", srv->opt->instance_name), 0);
+	else
+		reply_json(rp, 200, json_pack("{s:s}", "status", "ok"), 0);
 }

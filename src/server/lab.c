@@ -134,12 +134,15 @@ static const struct relay_ops stream_ops = {
  * again), or 400 with *err filled for an id that is malformed, belongs to
  * other parameters, or names a token this request could never send.
  * *from is the stream resumed, when the state file confirms it (a stream
- * with the same key); 0 otherwise.
+ * with the same key); 0 otherwise. An id another instance sent (a stream
+ * cut when its backend died, resumed here: docs/OPERATIONS.md "Several
+ * hosts") cannot be checked here: *from is its stream and *from_inst its
+ * instance (else 0), the link that instance's record answers at a front.
  */
 static int
 stream_start(struct server *srv, struct conn *c,
     const struct http_gen_request *r, uint64_t key, uint32_t *start,
-    uint64_t *from, struct http_error *err)
+    uint64_t *from, uint64_t *from_inst, struct http_error *err)
 {
 	const char *hdr = c->ops->param(c, "HTTP_LAST_EVENT_ID");
 	const char *s = hdr;
@@ -151,6 +154,7 @@ stream_start(struct server *srv, struct conn *c,
 
 	*start = 0;
 	*from = 0;
+	*from_inst = 0;
 	/* The header wins: EventSource keeps a URL's last_event_id and
 	 * sends the newer id in the header on every reconnect. */
 	if (len == 0 && r->last_event_id != NULL) {
@@ -189,6 +193,13 @@ stream_start(struct server *srv, struct conn *c,
 	if (id.index + 1 >= r->max_tokens)
 		return 204;
 	*start = (uint32_t)(id.index + 1);
+	if (id.instance != srv->opt->instance) {
+		if (id.instance != 0) {      /* an unnamed server's: no link */
+			*from = id.stream;
+			*from_inst = id.instance;
+		}
+		return 0;
+	}
 	if (state_lookup(srv->state, id.stream, &rec) == TS_OK &&
 	    rec.kind == STATE_KIND_STREAM && rec.key == key)
 		*from = id.stream;
@@ -235,12 +246,12 @@ lab_stream(struct server *srv, struct reply *rp)
 	struct lab_resp *lr = xcalloc(1, sizeof(*lr));
 	struct http_error err;
 	struct engine_request job;
-	struct submit_record rec = { STATE_KIND_STREAM, 0, 0, 0 };
+	struct submit_record rec = { STATE_KIND_STREAM, 0, 0, 0, 0 };
 	struct engine_seq *s = NULL;
 	const char *qs = conn_param(c, "QUERY_STRING");
 	struct ts_buf b;
 	uint32_t start;
-	uint64_t from;
+	uint64_t from, from_inst;
 	int rc;
 
 	lr->reply = *rp;
@@ -252,7 +263,9 @@ lab_stream(struct server *srv, struct reply *rp)
 	}
 	lr->eid.key = resume_key(lr->req.prompt, lr->req.prompt_len,
 	    lr->req.max_tokens, lr->req.error_after);
-	rc = stream_start(srv, c, &lr->req, lr->eid.key, &start, &from, &err);
+	lr->eid.instance = srv->opt->instance;
+	rc = stream_start(srv, c, &lr->req, lr->eid.key, &start, &from,
+	    &from_inst, &err);
 	if (rc == 400) {
 		reply_error(rp, &err, NULL, 0);
 		goto fail;
@@ -274,6 +287,7 @@ lab_stream(struct server *srv, struct reply *rp)
 		goto fail;
 	}
 	rec.resumed_from = from;
+	rec.from_instance = from_inst;
 	rec.key = lr->eid.key;
 	if (submit(srv, &job, &rec, c, &s, &err) != TS_OK) {
 		reply_error(rp, &err, "Retry-After: 1\r\n", 0);
@@ -453,7 +467,7 @@ lab_generate(struct server *srv, struct reply *rp)
 	struct lab_resp *lr = xcalloc(1, sizeof(*lr));
 	struct http_error err;
 	struct engine_request job;
-	struct submit_record rec = { STATE_KIND_GENERATE, 0, 0, 0 };
+	struct submit_record rec = { STATE_KIND_GENERATE, 0, 0, 0, 0 };
 	struct engine_seq *s = NULL;
 	struct ts_buf body;
 

@@ -17,6 +17,7 @@
 #include "server/auth.h"
 #include "server/http.h"
 #include "server/io.h"
+#include "server/resume.h"
 
 void
 options_usage(FILE *f)
@@ -82,6 +83,9 @@ options_usage(FILE *f)
 "                               (default %.0f)\n"
 "      --retry-ms MS            SSE retry sent at stream start: the client's\n"
 "                               reconnection delay (default %d)\n"
+"      --instance NAME          this backend's name among several hosts:\n"
+"                               request ids become NAME-N (1 to 8 of a-z,\n"
+"                               0-9, a letter first; default none)\n"
 "      --cors-origin ORIGIN     Access-Control-Allow-Origin of every answer\n"
 "                               but those of /_debug/ and /metrics\n"
 "                               (default *; \"\" = none)\n"
@@ -203,7 +207,7 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
 	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
-	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED };
+	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -234,6 +238,7 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "model-threads", required_argument, NULL, O_MTHREADS },
 		{ "model-context", required_argument, NULL, O_MCTX },
 		{ "mode", required_argument, NULL, O_MODE },
+		{ "instance", required_argument, NULL, O_INSTANCE },
 		{ "kv-cache-blocks", required_argument, NULL, O_KVBLOCKS },
 		{ "block-size", required_argument, NULL, O_BLOCKSIZE },
 		{ "failure-injection-rate", required_argument, NULL, O_FRATE },
@@ -249,6 +254,9 @@ options_parse(struct options *o, int argc, char **argv)
 
 	o->io_threads = 0;
 	o->echo = 0;
+	o->instance = 0;
+	o->instance_name = NULL;
+	o->id_prefix[0] = '\0';
 	inject_config_defaults(&o->inject);
 	o->write_stall_ms = OPTIONS_DEFAULT_WRITE_STALL_MS;
 	o->state_dir = OPTIONS_DEFAULT_STATE_DIR;
@@ -379,6 +387,19 @@ options_parse(struct options *o, int argc, char **argv)
 		case O_RETRY:
 			o->retry_ms = (unsigned long)parse_int("retry-ms",
 			    optarg, 0, 3600000);
+			break;
+		case O_INSTANCE:
+			if (resume_instance_parse(optarg, strlen(optarg),
+			    &o->instance) != TS_OK) {
+				fprintf(stderr, "tokstream-fcgi: --instance is 1 "
+				    "to %d bytes of a-z and 0-9, the first a "
+				    "letter (it starts every request id), not "
+				    "'%s'\n", RESUME_INSTANCE_MAX, optarg);
+				exit(2);
+			}
+			o->instance_name = optarg;
+			snprintf(o->id_prefix, sizeof(o->id_prefix), "%s-",
+			    optarg);
 			break;
 		case O_MODE:
 			if (strcmp(optarg, "echo") != 0 &&

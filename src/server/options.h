@@ -53,6 +53,12 @@ struct options {
 				      * user message (llm-d-inference-sim's
 				      * echo mode); 0: --mode random */
 	struct inject_config inject; /* --failure-*: failure injection */
+	/* --instance NAME: this backend's name among several hosts, the
+	 * prefix of every request id ("b1-42"; docs/OPERATIONS.md "Several
+	 * hosts"); packed as resume.h's instance names, 0 = none */
+	uint64_t instance;
+	const char *instance_name;   /* NULL when unnamed */
+	char id_prefix[16];          /* "NAME-", or "" when unnamed */
 };
 
 /* Fills *o from argv (the defaults first); on a bad option prints one

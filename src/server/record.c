@@ -14,14 +14,18 @@ on_submit(void *ctx, const struct engine_request *r)
 {
 	struct record_ctx *rc = ctx;
 	const struct submit_record *rec = r->hook_arg;
+	uint64_t id;
 
 	if (rc->state == NULL)
 		return 0;
 	if (rec == NULL)
 		return state_begin(rc->state, STATE_KIND_STREAM, r->max_tokens,
 		    r->prompt_tokens, 0, r->start_index, 0);
-	return state_begin(rc->state, rec->kind, r->max_tokens,
+	id = state_begin(rc->state, rec->kind, r->max_tokens,
 	    r->prompt_tokens, rec->resumed_from, rec->resume_index, rec->key);
+	if (rec->from_instance != 0)
+		state_set_from_instance(rc->state, id, rec->from_instance);
+	return id;
 }
 
 static void

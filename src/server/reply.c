@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server/conn.h"
+#include "server/server.h"
 
 enum ts_err
 reply_head_buf(struct reply *rp, struct ts_buf *b, int status,
@@ -30,7 +31,8 @@ reply_head_buf(struct reply *rp, struct ts_buf *b, int status,
 	if (extra != NULL)
 		HEAD_ADD("%s", extra);
 	if (id != 0)
-		HEAD_ADD("X-Request-Id: %llu\r\n", (unsigned long long)id);
+		HEAD_ADD("X-Request-Id: %s%llu\r\n", rp->srv->opt->id_prefix,
+		    (unsigned long long)id);
 	if (rp->cors != NULL)
 		HEAD_ADD("Access-Control-Allow-Origin: %s\r\n"
 		    "Access-Control-Expose-Headers: X-Request-Id\r\n",

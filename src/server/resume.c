@@ -49,6 +49,66 @@ put_dec(char *p, uint64_t v)
 	return n;
 }
 
+enum ts_err
+resume_instance_parse(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (len == 0 || len > RESUME_INSTANCE_MAX || s[0] < 'a' || s[0] > 'z')
+		return TS_EINVAL;
+	for (i = 0; i < len; i++) {
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9')))
+			return TS_EINVAL;
+		v |= (uint64_t)(unsigned char)s[i] << (8 * i);
+	}
+	*out = v;
+	return TS_OK;
+}
+
+size_t
+resume_instance_name(uint64_t inst, char *buf)
+{
+	size_t n = 0;
+
+	while (n < RESUME_INSTANCE_MAX && (inst >> (8 * n) & 0xff) != 0) {
+		buf[n] = (char)(inst >> (8 * n) & 0xff);
+		n++;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+/* Writes "<instance>-" at p (nothing for none); returns the bytes. */
+static size_t
+put_instance(char *p, uint64_t inst)
+{
+	char name[RESUME_INSTANCE_MAX + 1];
+	size_t n = resume_instance_name(inst, name);
+
+	if (n == 0)
+		return 0;
+	memcpy(p, name, n);
+	p[n] = '-';
+	return n + 1;
+}
+
+size_t
+resume_request_id_format(char *buf, size_t cap, uint64_t instance,
+    uint64_t stream)
+{
+	char tmp[RESUME_REQUEST_ID_MAX + 1];
+	size_t n = put_instance(tmp, instance);
+
+	n += put_dec(tmp + n, stream);
+	if (n >= cap)
+		return 0;
+	memcpy(buf, tmp, n);
+	buf[n] = '\0';
+	return n;
+}
+
 /* Formatted by hand, not with snprintf: it runs once a token event. */
 size_t
 resume_id_format(char *buf, size_t cap, const struct resume_id *id)
@@ -58,7 +118,8 @@ resume_id_format(char *buf, size_t cap, const struct resume_id *id)
 	size_t n;
 	int i;
 
-	n = put_dec(tmp, id->stream);
+	n = put_instance(tmp, id->instance);
+	n += put_dec(tmp + n, id->stream);
 	tmp[n++] = '-';
 	for (i = 15; i >= 0; i--)
 		tmp[n++] = hex[(id->key >> (4 * i)) & 0xf];
@@ -99,6 +160,50 @@ parse_dec(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
+/*
+ * Splits off a leading "<instance>-" when (s, len) has `parts` dashes
+ * (one more than without an instance): stores the packed name in *inst
+ * (0 when there is none) and advances *s, *len past it. -1 for a bad
+ * name.
+ */
+static int
+take_instance(const char **s, size_t *len, size_t parts, uint64_t *inst)
+{
+	const char *d;
+	size_t i, dashes = 0;
+
+	*inst = 0;
+	for (i = 0; i < *len; i++)
+		dashes += (*s)[i] == '-';
+	if (dashes != parts)
+		return 0;
+	d = memchr(*s, '-', *len);
+	if (resume_instance_parse(*s, (size_t)(d - *s), inst) != TS_OK)
+		return -1;
+	*len -= (size_t)(d + 1 - *s);
+	*s = d + 1;
+	return 0;
+}
+
+enum ts_err
+resume_request_id_parse(const char *s, size_t len, uint64_t *instance,
+    uint64_t *stream, const char **why)
+{
+	if (len == 0 || len > RESUME_REQUEST_ID_MAX) {
+		*why = len == 0 ? "the id is empty" : "the id is too long";
+		return TS_EINVAL;
+	}
+	if (take_instance(&s, &len, 1, instance) != 0) {
+		*why = "the id's instance is not an instance name";
+		return TS_EINVAL;
+	}
+	if (parse_dec(s, len, stream) != 0 || *stream == 0) {
+		*why = "the id's stream part is not a stream id";
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
 enum ts_err
 resume_id_parse(const char *s, size_t len, struct resume_id *id,
     const char **why)
@@ -113,6 +218,10 @@ resume_id_parse(const char *s, size_t len, struct resume_id *id,
 	}
 	if (len > RESUME_ID_MAX) {
 		*why = "the id is too long";
+		return TS_EINVAL;
+	}
+	if (take_instance(&s, &len, 3, &id->instance) != 0) {
+		*why = "the id's instance is not an instance name";
 		return TS_EINVAL;
 	}
 	d1 = memchr(s, '-', len);

@@ -24,8 +24,8 @@
 #endif
 
 #define STATE_MAGIC "TOKSTAT1"
-#define STATE_VERSION 2u
-#define STATE_RECORD_SIZE 128u
+#define STATE_VERSION 3u
+#define STATE_RECORD_SIZE 136u
 
 typedef _Atomic uint64_t aword;
 
@@ -59,11 +59,12 @@ struct state_rec {
 	aword leave_us;
 	aword flags;            /* bits 0-7 cause, 8-15 phase, 16-47
 				 * cached prompt tokens */
+	aword from_instance;    /* instance of resumed_from, 0: this one */
 };
 
 _Static_assert(sizeof(struct state_header) == 128, "header is 128 bytes");
 _Static_assert(sizeof(struct state_rec) == STATE_RECORD_SIZE,
-    "record is 128 bytes");
+    "record is 136 bytes");
 
 struct state {
 	int fd;
@@ -228,10 +229,18 @@ state_begin(struct state *st, enum state_kind kind, uint64_t requested,
 	atomic_store_explicit(&r->leave_us, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->flags, (uint64_t)STATE_PHASE_WAITING << 8,
 	    memory_order_relaxed);
+	atomic_store_explicit(&r->from_instance, 0, memory_order_relaxed);
 	atomic_store_explicit(&r->id, id, memory_order_release);
 	atomic_fetch_add_explicit(&st->hdr->total_streams, 1,
 	    memory_order_relaxed);
 	return id;
+}
+
+void
+state_set_from_instance(struct state *st, uint64_t id, uint64_t inst)
+{
+	atomic_store_explicit(&rec_of(st, id)->from_instance, inst,
+	    memory_order_relaxed);
 }
 
 void
@@ -351,6 +360,8 @@ state_lookup(struct state *st, uint64_t id, struct state_record *out)
 	out->resume_index = atomic_load_explicit(&r->resume_index,
 	    memory_order_relaxed);
 	out->key = atomic_load_explicit(&r->key, memory_order_relaxed);
+	out->from_instance = atomic_load_explicit(&r->from_instance,
+	    memory_order_relaxed);
 	out->wasted = atomic_load_explicit(&r->wasted, memory_order_relaxed);
 	out->queue_us = atomic_load_explicit(&r->queue_us,
 	    memory_order_relaxed);

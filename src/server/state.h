@@ -5,8 +5,8 @@
  * path: the file is mmap'd MAP_SHARED and every field is a lock-free C11
  * atomic 64-bit word.
  *
- * File format (version 2, host byte order, documented in docs/OPERATIONS.md "The state
- * file"): a 128-byte header, then STATE_CAPACITY records of 128 bytes.
+ * File format (version 3, host byte order, documented in docs/OPERATIONS.md "The state
+ * file"): a 128-byte header, then STATE_CAPACITY records of 136 bytes.
  *   header: magic "TOKSTAT1" (8 bytes), version u32, record_size u32,
  *           capacity u32, pad u32, next_id u64, total_generated u64,
  *           total_streams u64, then zero padding.
@@ -14,7 +14,9 @@
  *           pid u64, prompt_tokens u64, started_ms u64 (Unix epoch ms),
  *           ended_ms u64, kind u64, resumed_from u64, resume_index u64,
  *           key u64, wasted u64, queue_us u64, leave_us u64, flags u64
- *           (bits 0-7 cause, 8-15 phase).
+ *           (bits 0-7 cause, 8-15 phase, 16-47 cached tokens),
+ *           from_instance u64 (resumed_from's instance, packed as in
+ *           resume.h; 0: this server's own).
  * Stream ids are 1, 2, 3, ... across all processes; id N lives in record
  * (N - 1) % capacity, so the newest `capacity` streams can be looked up.
  *
@@ -80,6 +82,8 @@ struct state_record {
 	uint64_t ended_ms;         /* 0 while running */
 	enum state_kind kind;
 	uint64_t resumed_from;     /* stream id this one resumes, 0 if none */
+	uint64_t from_instance;    /* the instance that sent resumed_from
+				    * (another host's, resume.h); 0: this */
 	uint64_t resume_index;     /* first token index it generated */
 	uint64_t key;              /* resume key of its parameters, 0 if
 				    * none (resume.h) */
@@ -124,6 +128,11 @@ void state_close(struct state *st);
 uint64_t state_begin(struct state *st, enum state_kind kind,
     uint64_t requested, uint64_t prompt_tokens, uint64_t resumed_from,
     uint64_t resume_index, uint64_t key);
+
+/* Records that the stream resumes one of another instance (a packed
+ * resume.h name; resumed_from is that instance's stream id). Stored right
+ * after state_begin, before any token. */
+void state_set_from_instance(struct state *st, uint64_t id, uint64_t inst);
 
 /* Adds n produced tokens to the stream and to total_generated. */
 void state_add_generated(struct state *st, uint64_t id, uint64_t n);

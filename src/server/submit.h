@@ -24,6 +24,8 @@ struct submit_record {
 	uint64_t resumed_from;     /* stream id it resumes, 0 if none */
 	uint64_t resume_index;     /* its first token index */
 	uint64_t key;              /* resume key of its parameters */
+	uint64_t from_instance;    /* resumed_from's instance when it is
+				    * another host's (resume.h), else 0 */
 };
 
 /*

@@ -680,7 +680,7 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	struct v1_resp *vr = xcalloc(1, sizeof(*vr));
 	struct http_error err;
 	struct engine_request job;
-	struct submit_record rec = { STATE_KIND_GENERATE, 0, 0, 0 };
+	struct submit_record rec = { STATE_KIND_GENERATE, 0, 0, 0, 0 };
 	struct engine_seq *s = NULL;
 	struct ts_buf body, prompt, b;
 	const char *model = server_model_name(srv);
@@ -819,8 +819,10 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	vr->meta.created = (int64_t)time(NULL);
 	vr->meta.model = model;
 	vr->meta.model_len = strlen(model);
+	vr->meta.id_prefix = srv->opt->id_prefix;
 	vr->usage.prompt_tokens = (uint32_t)job.prompt_tokens;
 	vr->rmeta.id = vr->meta.id;
+	vr->rmeta.id_prefix = vr->meta.id_prefix;
 	vr->rmeta.created_at = vr->meta.created;
 	vr->rmeta.model = model;
 	vr->rmeta.model_len = vr->meta.model_len;

@@ -11,7 +11,10 @@
  *  - resume_id_format refuses a buffer with no room for the NUL (returns
  *    0) and fits any id in RESUME_ID_MAX bytes;
  *  - format then parse is the identity too, for an id built from the
- *    input's first 24 bytes (stream, key, index).
+ *    input's first 24 bytes (stream, key, index), without an instance
+ *    and with one made from the next bytes (1 to 8 of a-z, 0-9);
+ *  - the same two properties for request ids (resume_request_id_parse /
+ *    _format: "[<instance>-]<stream>").
  */
 #include <string.h>
 
@@ -47,7 +50,49 @@ check_format_parse(const struct resume_id *id)
 	}
 	FUZZ_CHECK(rc == TS_OK);
 	FUZZ_CHECK(back.stream == id->stream && back.key == id->key &&
-	    back.index == id->index);
+	    back.index == id->index && back.instance == id->instance);
+}
+
+/* A valid instance name from bytes p[0..n): the first a letter. */
+static uint64_t
+instance_of(const uint8_t *p, size_t n)
+{
+	static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	char name[RESUME_INSTANCE_MAX];
+	uint64_t v = 0;
+	size_t i, len = n == 0 ? 0 : 1 + p[0] % RESUME_INSTANCE_MAX;
+
+	if (len == 0 || len > n)
+		return 0;
+	name[0] = alnum[p[0] % 26];
+	for (i = 1; i < len; i++)
+		name[i] = alnum[p[i] % 36];
+	FUZZ_CHECK(resume_instance_parse(name, len, &v) == TS_OK && v != 0);
+	return v;
+}
+
+/* Request ids: parse then format, and format then parse. */
+static void
+check_request_id(const char *s, size_t size, uint64_t inst, uint64_t stream)
+{
+	char buf[RESUME_REQUEST_ID_MAX + 1];
+	uint64_t i2, s2;
+	const char *why = NULL;
+	size_t n;
+
+	if (resume_request_id_parse(s, size, &i2, &s2, &why) == TS_OK) {
+		FUZZ_CHECK(s2 != 0);
+		n = resume_request_id_format(buf, sizeof(buf), i2, s2);
+		FUZZ_CHECK(n == size && memcmp(buf, s, size) == 0);
+	} else {
+		FUZZ_CHECK(why != NULL && why[0] != '\0');
+	}
+	if (stream == 0)
+		return;
+	n = resume_request_id_format(buf, sizeof(buf), inst, stream);
+	FUZZ_CHECK(n > 0 && n <= RESUME_REQUEST_ID_MAX);
+	FUZZ_CHECK(resume_request_id_parse(buf, n, &i2, &s2, &why) == TS_OK);
+	FUZZ_CHECK(i2 == inst && s2 == stream);
 }
 
 int
@@ -77,9 +122,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		id.stream = le64(data);
 		id.key = le64(data + 8);
 		id.index = le64(data + 16);
+		id.instance = 0;
 		check_format_parse(&id);
 		id.index = RESUME_INDEX_END;
 		check_format_parse(&id);
+		id.instance = instance_of(data + 24, size - 24);
+		check_format_parse(&id);
+		id.index = le64(data + 16);
+		check_format_parse(&id);
 	}
+	check_request_id(s, size, size >= 24 ? id.instance : 0,
+	    size >= 8 ? le64(data) : 0);
 	return 0;
 }

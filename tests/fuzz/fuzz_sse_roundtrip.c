@@ -187,6 +187,10 @@ check_token(const char *tok, size_t len, uint64_t h)
 	rid.stream = 1 + h % 1000000007u;
 	rid.key = fuzz_hash(h, "key", 3);
 	rid.index = (h & 0x100) ? RESUME_INDEX_END : (h >> 9) % 100000;
+	rid.instance = 0;               /* an unnamed server's, or b1's */
+	if (h & 0x200)
+		FUZZ_CHECK(resume_instance_parse("b1", 2, &rid.instance) ==
+		    TS_OK);
 	idlen = resume_id_format(idbuf, sizeof(idbuf), &rid);
 	FUZZ_CHECK(idlen > 0);
 

@@ -44,7 +44,7 @@
 #include "server/state.h"
 
 #define HDR_SIZE 128u
-#define REC_SIZE 128u
+#define REC_SIZE 136u
 #define FILE_SIZE (HDR_SIZE + (size_t)STATE_CAPACITY * REC_SIZE)
 #define PID_MAX_LIMIT 4194304   /* Linux's largest possible pid_max */
 #define DEAD_PID 0x7ffffff0u    /* above it: no such process */
@@ -60,7 +60,8 @@ enum {
 	R_ID = 0, R_REQUESTED = 8, R_GENERATED = 16, R_STATUS = 24,
 	R_PID = 32, R_PROMPT_TOKENS = 40, R_STARTED = 48, R_ENDED = 56,
 	R_KIND = 64, R_RESUMED_FROM = 72, R_RESUME_INDEX = 80, R_KEY = 88,
-	R_WASTED = 96, R_QUEUE_US = 104, R_LEAVE_US = 112, R_FLAGS = 120
+	R_WASTED = 96, R_QUEUE_US = 104, R_LEAVE_US = 112, R_FLAGS = 120,
+	R_FROM_INSTANCE = 128
 };
 
 static struct {
@@ -102,7 +103,7 @@ wr64(unsigned char *p, uint64_t v)
 static int
 header_valid(const unsigned char *f)
 {
-	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 2 &&
+	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 3 &&
 	    rd32(f + H_RECORD_SIZE) == REC_SIZE &&
 	    rd32(f + H_CAPACITY) == STATE_CAPACITY &&
 	    rd64(f + H_NEXT_ID) != 0;
@@ -210,6 +211,8 @@ setup(void)
 		wr64(r + R_RESUMED_FROM, k > 1 && k % 5 == 0 ? k - 1 : 0);
 		wr64(r + R_RESUME_INDEX, k % 5 == 0 ? k : 0);
 		wr64(r + R_KEY, fuzz_hash(FUZZ_HASH_INIT, &k, sizeof(k)));
+		/* "b1" packed: another instance's stream resumed */
+		wr64(r + R_FROM_INSTANCE, k % 10 == 0 ? 0x3162u : 0);
 		total += k % 11;
 	}
 	wr64(g.base + H_NEXT_ID, 61);
@@ -267,6 +270,7 @@ check_lookup(struct state *st, uint64_t id)
 	FUZZ_CHECK(rec.resumed_from == rd64(r + R_RESUMED_FROM));
 	FUZZ_CHECK(rec.resume_index == rd64(r + R_RESUME_INDEX));
 	FUZZ_CHECK(rec.key == rd64(r + R_KEY));
+	FUZZ_CHECK(rec.from_instance == rd64(r + R_FROM_INSTANCE));
 	FUZZ_CHECK(rec.wasted == rd64(r + R_WASTED));
 	FUZZ_CHECK(rec.queue_us == rd64(r + R_QUEUE_US));
 	FUZZ_CHECK(rec.leave_us == rd64(r + R_LEAVE_US));

@@ -1132,7 +1132,7 @@ test_stream_events(void **unused)
 		struct sse *s;
 		struct state_record rec;
 		char uri[2048], want[RESUME_ID_MAX + 1];
-		struct resume_id rid;
+		struct resume_id rid = { 0, 0, 0, 0 };
 		uint64_t id;
 		uint32_t i;
 
@@ -1387,7 +1387,7 @@ test_stream_resume(void **unused)
 		struct fake_server fs;
 		struct fake_conn fc, rc;
 		struct response r;
-		struct resume_id rid;
+		struct resume_id rid = { 0, 0, 0, 0 };
 		struct ts_buf want, got;
 		char uri[512], extra[128], idbuf[RESUME_ID_MAX + 1];
 		uint64_t first;
@@ -1531,7 +1531,7 @@ test_stream_timing(void **unused)
 			struct resume_id rid = { 77, resume_key(
 			    cases[k].prompt, strlen(cases[k].prompt),
 			    (uint32_t)cases[k].max_tokens, -1),
-			    (uint64_t)cases[k].resume_index };
+			    (uint64_t)cases[k].resume_index, 0 };
 
 			resume_id_format(idbuf, sizeof(idbuf), &rid);
 			fake_set(&fc, "HTTP_LAST_EVENT_ID", idbuf);
@@ -3577,6 +3577,101 @@ test_responses_bad_requests(void **unused)
 	}
 }
 
+/*
+ * A named server (--instance b1; docs/OPERATIONS.md "Several hosts"):
+ * its request, event and /v1 ids start with the name; /_debug/generated
+ * answers only its own ids (421 for another instance's, 400 for a bare
+ * number); /health and /metrics check ?instance=; a Last-Event-ID that
+ * another instance sent resumes here and links to it as other_instance.
+ */
+static void
+test_named_instance(void **unused)
+{
+	struct fake_server fs;
+	struct fake_conn fc;
+	struct response r;
+	struct resume_id rid = { 9, 0, 2, 0 };
+	char uri[512], idbuf[RESUME_ID_MAX + 1], hdr[64];
+	struct sse *sp;
+	json_t *o;
+
+	(void)unused;
+	server_defaults(&fs);
+	assert_int_equal(resume_instance_parse("b1", 2, &fs.opt.instance),
+	    TS_OK);
+	fs.opt.instance_name = "b1";
+	snprintf(fs.opt.id_prefix, sizeof(fs.opt.id_prefix), "b1-");
+	server_start(&fs);
+	stream_uri(uri, sizeof(uri), "named", 3, NULL);
+	fake_open(&fc, &fs, "GET", uri, NULL);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	assert_header(&r, "X-Request-Id", "b1-1");
+	sp = sse_parse(r.body, r.body_len);
+	assert_true(sp->n >= 2);
+	assert_int_equal(strncmp(sp->ev[1].id, "b1-1-", 5), 0);
+	sse_free(sp);
+	fake_close(&fc);
+	/* its own id, then another instance's, then a bare number */
+	fake_open(&fc, &fs, "GET", "/_debug/generated?id=b1-1", NULL);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	o = body_json(&r);
+	assert_string_equal(jstr(o, "id"), "b1-1");
+	json_decref(o);
+	fake_close(&fc);
+	fake_open(&fc, &fs, "GET", "/_debug/generated?id=b2-1", NULL);
+	exchange(&fs, &fc, &r);
+	assert_error(&r, 421, "invalid_request_error", "misdirected_request",
+	    0);
+	fake_close(&fc);
+	fake_open(&fc, &fs, "GET", "/_debug/generated?id=1", NULL);
+	exchange(&fs, &fc, &r);
+	assert_error(&r, 400, "invalid_request_error", "invalid_id", 0);
+	fake_close(&fc);
+	fake_open(&fc, &fs, "GET", "/health?instance=b2", NULL);
+	exchange(&fs, &fc, &r);
+	assert_error(&r, 421, "invalid_request_error", "misdirected_request",
+	    0);
+	fake_close(&fc);
+	fake_open(&fc, &fs, "GET", "/health?instance=b1", NULL);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	o = body_json(&r);
+	assert_string_equal(jstr(o, "instance"), "b1");
+	json_decref(o);
+	fake_close(&fc);
+	/* b2's event for token 2 of the same request: resumed here */
+	assert_int_equal(resume_instance_parse("b2", 2, &rid.instance),
+	    TS_OK);
+	rid.key = resume_key("named", 5, 3, -1);
+	assert_true(resume_id_format(idbuf, sizeof(idbuf), &rid) > 0);
+	stream_uri(uri, sizeof(uri), "named", 3, NULL);
+	fake_open(&fc, &fs, "GET", uri, NULL);
+	fake_set(&fc, "HTTP_LAST_EVENT_ID", idbuf);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 204);   /* token 2 was the last of 3 */
+	fake_close(&fc);
+	rid.index = 0;
+	assert_true(resume_id_format(idbuf, sizeof(idbuf), &rid) > 0);
+	fake_open(&fc, &fs, "GET", uri, NULL);
+	fake_set(&fc, "HTTP_LAST_EVENT_ID", idbuf);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	assert_header(&r, "X-Request-Id", "b1-2");
+	fake_close(&fc);
+	snprintf(hdr, sizeof(hdr), "/_debug/generated?id=b1-2");
+	fake_open(&fc, &fs, "GET", hdr, NULL);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	o = body_json(&r);
+	assert_string_equal(jstr(o, "resumed_from"), "b2-9");
+	assert_string_equal(jstr(o, "resumed_from_record"), "other_instance");
+	json_decref(o);
+	fake_close(&fc);
+	server_down(&fs);
+}
+
 int
 main(void)
 {
@@ -3615,6 +3710,7 @@ main(void)
 		cmocka_unit_test(test_request_id_matches_record),
 		cmocka_unit_test(test_debug_generated_local_only),
 		cmocka_unit_test(test_debug_generated_queries),
+		cmocka_unit_test(test_named_instance),
 		cmocka_unit_test(test_queued_request),
 	};
 

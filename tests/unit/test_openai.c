@@ -732,6 +732,7 @@ meta(struct openai_meta *m, enum openai_kind kind)
 	m->created = 1700000000;
 	m->model = MODEL;
 	m->model_len = strlen(MODEL);
+	m->id_prefix = NULL;
 }
 
 static void
@@ -764,6 +765,14 @@ test_response(void **unused)
 	    OPENAI_FINISH_STOP, &usage), TS_OK);
 	assert_non_null(strstr(b.p,
 	    "\"id\":\"chatcmpl-18446744073709551615\""));
+	/* a named server's (--instance b1): the request id's prefix too,
+	 * with the longest name */
+	ts_buf_reset(&b);
+	m.id_prefix = "zzzzzzzz-";
+	assert_int_equal(openai_encode_response(&b, &m, T(""),
+	    OPENAI_FINISH_STOP, &usage), TS_OK);
+	assert_non_null(strstr(b.p,
+	    "\"id\":\"chatcmpl-zzzzzzzz-18446744073709551615\""));
 	ts_buf_free(&b);
 }
 

@@ -52,8 +52,8 @@ test_round_trip(void **state)
 	(void)state;
 	for (i = 0; i < NELEM(round_cases); i++) {
 		const struct round_case *c = &round_cases[i];
-		struct resume_id in = { c->stream, c->key, c->index };
-		struct resume_id out = { 0, 0, 0 };
+		struct resume_id in = { c->stream, c->key, c->index, 0 };
+		struct resume_id out = { 0, 0, 0, 0 };
 		char buf[RESUME_ID_MAX + 1];
 		const char *why = NULL;
 		size_t n;
@@ -66,6 +66,7 @@ test_round_trip(void **state)
 		assert_true(out.stream == c->stream);
 		assert_true(out.key == c->key);
 		assert_true(out.index == c->index);
+		assert_true(out.instance == 0);
 	}
 }
 
@@ -73,7 +74,7 @@ test_round_trip(void **state)
 static void
 test_format_small_buffer(void **state)
 {
-	struct resume_id id = { 24, KEY_VAL, 3 };
+	struct resume_id id = { 24, KEY_VAL, 3, 0 };
 	char buf[RESUME_ID_MAX + 1];
 	size_t n = strlen("24-" KEY "-3");
 
@@ -224,21 +225,33 @@ test_too_long(void **state)
 	size_t n;
 
 	(void)state;
-	/* "1-KEY-" then digits: 65 bytes, a 46-digit index */
+	/* "1-KEY-" then digits: RESUME_ID_MAX + 1 (81) bytes */
 	memcpy(big, prefix, sizeof(prefix) - 1);
 	memset(big + sizeof(prefix) - 1, '1', sizeof(big) - sizeof(prefix));
-	assert_refused(big, RESUME_ID_MAX + 1, "65 bytes");
+	assert_refused(big, RESUME_ID_MAX + 1, "81 bytes");
 	assert_refused(big, sizeof(big) - 1, "8191 bytes");
-	/* 65 bytes of junk, and of separators */
+	/* 81 bytes of junk, and of separators */
 	memset(big, 'a', sizeof(big));
-	assert_refused(big, 65, "65 letters");
+	assert_refused(big, RESUME_ID_MAX + 1, "81 letters");
 	memset(big, '-', sizeof(big));
-	assert_refused(big, 65, "65 separators");
-	/* a valid id padded with zeros after the index to 65 bytes */
+	assert_refused(big, RESUME_ID_MAX + 1, "81 separators");
+	/* a valid id padded with zeros after the index to 81 bytes */
 	n = strlen("1-" KEY "-1");
 	memcpy(big, "1-" KEY "-1", n);
-	memset(big + n, '0', 65 - n);
-	assert_refused(big, 65, "index padded to 65 bytes");
+	memset(big + n, '0', RESUME_ID_MAX + 1 - n);
+	assert_refused(big, RESUME_ID_MAX + 1, "index padded to 81 bytes");
+	/* the longest valid id fits: an 8-byte instance, every part at
+	 * its maximum */
+	{
+		struct resume_id id = { UINT64_MAX, UINT64_MAX, UINT64_MAX - 1,
+		    0 };
+		char buf[RESUME_ID_MAX + 1];
+
+		assert_int_equal(resume_instance_parse("zzzzzzzz", 8,
+		    &id.instance), TS_OK);
+		n = resume_id_format(buf, sizeof(buf), &id);
+		assert_true(n > 0 && n <= RESUME_ID_MAX);
+	}
 }
 
 /* The three parts are parsed as documented at their exact limits. */
@@ -341,6 +354,111 @@ test_key_stable(void **state)
 	free(heap);
 }
 
+/* Instance names (--instance): what is a name, packed and unpacked. */
+static void
+test_instance_names(void **state)
+{
+	static const char *const good[] = { "a", "b1", "host07", "zzzzzzzz",
+	    "a0000000" };
+	static const char *const bad[] = { "", "1", "1b", "B1", "b-1", "b_1",
+	    "abcdefghi", "b1 ", " b1", "b\xc3\xa9", "-" };
+	char name[RESUME_INSTANCE_MAX + 1];
+	uint64_t v, w;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < NELEM(good); i++) {
+		v = 0;
+		assert_int_equal(resume_instance_parse(good[i],
+		    strlen(good[i]), &v), TS_OK);
+		assert_true(v != 0);
+		assert_int_equal(resume_instance_name(v, name),
+		    strlen(good[i]));
+		assert_string_equal(name, good[i]);
+	}
+	for (i = 0; i < NELEM(bad); i++) {
+		v = 7;
+		if (resume_instance_parse(bad[i], strlen(bad[i]), &v) != TS_EINVAL)
+			fail_msg("instance '%s' was accepted", bad[i]);
+	}
+	/* distinct names, distinct values; no name, no bytes */
+	assert_int_equal(resume_instance_parse("b1", 2, &v), TS_OK);
+	assert_int_equal(resume_instance_parse("b10", 3, &w), TS_OK);
+	assert_true(v != w);
+	assert_int_equal(resume_instance_name(0, name), 0);
+	assert_string_equal(name, "");
+}
+
+/* Event ids of a named server: four parts, the instance first; the
+ * three-part form is an unnamed server's (instance 0). */
+static void
+test_instance_event_ids(void **state)
+{
+	static const char *const bad[] = {
+	    "B1-24-" KEY "-3", "1b-24-" KEY "-3", "abcdefghi-24-" KEY "-3",
+	    "-24-" KEY "-3", "b1--" KEY "-3", "b1-0-" KEY "-3",
+	    "b1-24-" KEY "-3-4", "b1-b2-24-" KEY "-3", "b1-24-" KEY "--3",
+	    "b1_24-" KEY "-3",
+	};
+	struct resume_id id = { 24, KEY_VAL, 3, 0 }, out;
+	char buf[RESUME_ID_MAX + 1];
+	const char *why;
+	size_t i, n;
+
+	(void)state;
+	assert_int_equal(resume_instance_parse("b1", 2, &id.instance), TS_OK);
+	n = resume_id_format(buf, sizeof(buf), &id);
+	assert_string_equal(buf, "b1-24-" KEY "-3");
+	assert_int_equal(resume_id_parse(buf, n, &out, &why), TS_OK);
+	assert_true(out.instance == id.instance && out.stream == 24 &&
+	    out.key == KEY_VAL && out.index == 3);
+	id.index = RESUME_INDEX_END;
+	n = resume_id_format(buf, sizeof(buf), &id);
+	assert_string_equal(buf, "b1-24-" KEY "-end");
+	assert_int_equal(resume_id_parse(buf, n, &out, &why), TS_OK);
+	assert_true(out.index == RESUME_INDEX_END);
+	for (i = 0; i < NELEM(bad); i++)
+		assert_refused(bad[i], strlen(bad[i]), bad[i]);
+}
+
+/* Request ids (X-Request-Id): "N" or "NAME-N", both ways. */
+static void
+test_request_ids(void **state)
+{
+	static const char *const bad[] = { "", "0", "01", "-1", "b1-",
+	    "b1-0", "b1-01", "B1-1", "1b-1", "b1-1-2", "b1--1", "b1-x",
+	    "abcdefghi-1", "b1-18446744073709551616", " 1", "1 ", "b1 -1" };
+	char buf[RESUME_REQUEST_ID_MAX + 1];
+	uint64_t inst, stream, b1;
+	const char *why;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(resume_request_id_format(buf, sizeof(buf), 0, 42),
+	    2);
+	assert_string_equal(buf, "42");
+	assert_int_equal(resume_instance_parse("b1", 2, &b1), TS_OK);
+	assert_int_equal(resume_request_id_format(buf, sizeof(buf), b1, 42),
+	    5);
+	assert_string_equal(buf, "b1-42");
+	assert_int_equal(resume_request_id_format(buf, 5, b1, 42), 0);
+	assert_int_equal(resume_request_id_parse(T("b1-42"), &inst, &stream,
+	    &why), TS_OK);
+	assert_true(inst == b1 && stream == 42);
+	assert_int_equal(resume_request_id_parse(T("42"), &inst, &stream,
+	    &why), TS_OK);
+	assert_true(inst == 0 && stream == 42);
+	assert_int_equal(resume_request_id_parse(
+	    T("zzzzzzzz-18446744073709551615"), &inst, &stream, &why), TS_OK);
+	assert_true(stream == UINT64_MAX);
+	for (i = 0; i < NELEM(bad); i++) {
+		why = NULL;
+		if (resume_request_id_parse(bad[i], strlen(bad[i]), &inst,
+		    &stream, &why) != TS_EINVAL || why == NULL)
+			fail_msg("request id '%s' was accepted", bad[i]);
+	}
+}
+
 int
 main(void)
 {
@@ -351,6 +469,9 @@ main(void)
 		cmocka_unit_test(test_hostile_ids),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_limits_accepted),
+		cmocka_unit_test(test_instance_names),
+		cmocka_unit_test(test_instance_event_ids),
+		cmocka_unit_test(test_request_ids),
 		cmocka_unit_test(test_key_distinct),
 		cmocka_unit_test(test_key_stable),
 	};
