@@ -297,6 +297,7 @@ debug_check_instance(struct server *srv, struct reply *rp)
 	const char *qs = conn_param(rp->conn, "QUERY_STRING"), *p = qs;
 	const char *own = srv->opt->instance_name;
 	struct http_error err;
+	uint64_t asked;
 	size_t n;
 
 	while (*p != '\0') {
@@ -304,13 +305,17 @@ debug_check_instance(struct server *srv, struct reply *rp)
 		if (n >= 9 && memcmp(p, "instance=", 9) == 0 &&
 		    (own == NULL || n - 9 != strlen(own) ||
 		    memcmp(p + 9, own, n - 9) != 0)) {
+			/* the name is echoed only when it is one */
+			int named = resume_instance_parse(p + 9, n - 9,
+			    &asked) == TS_OK;
+
 			http_error_set(&err, 421, "invalid_request_error",
 			    "misdirected_request", "this is %s%s, not "
 			    "instance %.*s (a front routes ?instance= to "
 			    "its backend: docs/OPERATIONS.md \"Several "
 			    "hosts\")", own ? "instance " : "an unnamed "
-			    "server", own ? own : "", (int)(n - 9 > 64 ? 64 :
-			    n - 9), p + 9);
+			    "server", own ? own : "", named ? (int)(n - 9) :
+			    9, named ? p + 9 : "<invalid>");
 			reply_error(rp, &err, NULL, 0);
 			return -1;
 		}

@@ -143,3 +143,14 @@ need_chromium() {
 	fi
 	skip "${CHROMIUM:-/usr/bin/chromium} is missing (apt-get install chromium)"
 }
+
+# need_command CMD PACKAGE: the same rule for a Debian package's program
+# that scripts/deps.sh installs for the tests (haproxy, prometheus)
+need_command() {
+	command -v "$1" >/dev/null && return 0
+	if [ "${TS_REQUIRE_NODE:-0}" = 1 ]; then
+		echo "$1 is missing: apt-get install $2 (TS_REQUIRE_NODE=1)" >&2
+		return 1
+	fi
+	skip "$1 is not installed (apt-get install $2; scripts/deps.sh does)"
+}
