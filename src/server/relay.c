@@ -104,6 +104,7 @@ pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
 			return RELAY_FAIL;
 		c->sent++;
 		c->unwritten++;
+		c->events += event != 0;
 		r->events += event != 0;
 	}
 	if (v->finish == ENGINE_FINISH_NONE)
@@ -121,6 +122,7 @@ pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
 		    (c->sent > 0 ? c->sent - 1 : 0), tail.p, tail.len,
 		    &event) != TS_OK)
 			return RELAY_FAIL;
+		c->events += event != 0;
 		r->events += event != 0;
 	}
 	c->ended = 1;
@@ -181,16 +183,25 @@ void
 relay_flushed(struct relay *r, int64_t now)
 {
 	struct metrics *m = r->srv->metrics;
-	uint32_t i;
+	uint32_t i, k;
 
-	/* The first token event ever gives TTFT (from the request's
-	 * arrival), every later one ITL (from the one before). */
-	for (i = 0; i < r->events; i++) {
-		if (r->last_token == 0)
-			metrics_observe(m, METRICS_TTFT, now - r->t0);
-		else
-			metrics_observe(m, METRICS_ITL, now - r->last_token);
-		r->last_token = now;
+	/* The response's first token event gives TTFT (from the request's
+	 * arrival); every later event of a choice gives ITL, from that
+	 * choice's previous one (with n > 1 the choices' events interleave:
+	 * a gap between two choices' events is no inter-token latency). */
+	for (i = 0; i < r->nch; i++) {
+		struct relay_choice *c = &r->ch[i];
+
+		for (k = 0; k < c->events; k++) {
+			if (r->last_token == 0)
+				metrics_observe(m, METRICS_TTFT, now - r->t0);
+			else if (c->last_token != 0)
+				metrics_observe(m, METRICS_ITL,
+				    now - c->last_token);
+			r->last_token = now;
+			c->last_token = now;
+		}
+		c->events = 0;
 	}
 	if (r->events > 0 && r->ops->tokens_reach_client)
 		r->last_write = now;

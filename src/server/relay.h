@@ -67,6 +67,10 @@ struct relay_choice {
 	uint32_t sent;                /* tokens given to ops->token */
 	uint32_t unwritten;           /* tokens encoded, unwritten */
 	uint32_t delivered;           /* tokens whose bytes were written */
+	uint32_t events;              /* its token events, unwritten */
+	int64_t last_token;           /* its last token event written: ITL
+				       * is clocked per choice, as vLLM
+				       * clocks it per sequence */
 	int ended;                    /* its end is encoded */
 };
 
@@ -97,7 +101,8 @@ struct relay {
 	int64_t t0;                   /* the request's arrival */
 	int64_t last_write;           /* the last write that reaches the
 				       * client (keep-alive clock) */
-	int64_t last_token;           /* the last token event written */
+	int64_t last_token;           /* the last token event written, of
+				       * any choice (0: none yet, TTFT) */
 	int ended;                    /* the end is encoded */
 	int ends_well;                /* ... and is a complete answer */
 };

@@ -216,6 +216,24 @@ metric() {
 	done
 	wait "$pid"
 	[ "$r" -ge 4 ]
+	# ITL per choice, as vLLM clocks it per sequence: 4 streamed choices
+	# of 20 tokens at 20 ms give 4 x 19 gaps, none near 0 (the choices'
+	# interleaved events are not each other's next token)
+	local n0 f0 n1 f1
+	n0=$(metric tokstream:inter_token_latency_seconds_count)
+	f0=$(metric 'tokstream:inter_token_latency_seconds_bucket{le="0.01"}')
+	[ "$(post '{"model":"tokstream-sim","n":4,"max_tokens":20,"ignore_eos":true,"tpot_ms":20,"stream":true,"messages":[{"role":"user","content":"hi"}]}' "$d/itl")" = 200 ]
+	for i in $(seq 1 50); do    # the last flush is clocked after its write
+		n1=$(metric tokstream:inter_token_latency_seconds_count)
+		[ $((n1 - n0)) -lt 76 ] || break
+		sleep 0.02
+	done
+	f1=$(metric 'tokstream:inter_token_latency_seconds_bucket{le="0.01"}')
+	echo "ITL samples $n0 -> $n1, under 10 ms $f0 -> $f1"
+	[ $((n1 - n0)) -eq 76 ]
+	# clocked across the interleaved choices, about 57 of them would be
+	# near 0; a writer late by a step on a busy machine makes a few
+	[ $((f1 - f0)) -le 8 ]
 }
 
 @test "failure injection by header: each type's status, body and headers; midstream errors and cuts after K tokens; a timeout answers nothing; /metrics counts each type" {

@@ -1105,7 +1105,6 @@ test_responses_encode(void **unused)
 {
 	struct openai_resp_meta m;
 	struct openai_resp_stream st;
-	struct openai_usage usage = { 5, 2, 0 };
 	struct ts_buf b;
 	char seq[1024];
 	json_t *o;
