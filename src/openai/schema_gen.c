@@ -195,6 +195,10 @@ struct bounds {
 	int64_t m, p;
 	int f;
 	int int32;              /* format int32 */
+	int beyond;             /* a lower bound above 2^53 or an upper one
+				 * below -2^53, given as a JSON integer that
+				 * a double does not hold exactly: nothing
+				 * within +-2^53 meets it */
 };
 
 /* Integers k * step, k in [klo, khi]. */
@@ -865,6 +869,8 @@ int_spec(struct ctx *c, const struct bounds *b, struct ispec *is)
 		lim_lo = INT32_MIN;
 		lim_hi = INT32_MAX;
 	}
+	if (b->beyond)
+		goto empty;
 	if (b->has_lo) {
 		if (b->lo > (double)lim_hi)
 			goto empty;
@@ -1031,6 +1037,11 @@ dec_spec(struct ctx *c, const struct bounds *b, struct dspec *d)
 	int j;
 	double mid;
 
+	if (b->beyond) {
+		fail(c, TS_EINVAL, "no number within +-2^53 satisfies "
+		    "\"minimum\" and \"maximum\"");
+		return -1;
+	}
 	if (b->mult > 0) {
 		if (dec_try(b, b->m, b->p, b->f, d))
 			return 0;
@@ -1147,12 +1158,16 @@ get_bounds(struct ctx *c, const json_t *s, struct bounds *b)
 			goto bad_min;
 		b->has_lo = 1;
 		b->lo = json_number_value(v);
+		b->beyond |= json_is_integer(v) &&
+		    json_integer_value(v) > INT_LIMIT;
 	}
 	if ((v = json_object_get(s, "maximum")) != NULL) {
 		if (!json_is_number(v))
 			goto bad_max;
 		b->has_hi = 1;
 		b->hi = json_number_value(v);
+		b->beyond |= json_is_integer(v) &&
+		    json_integer_value(v) < -INT_LIMIT;
 	}
 	if ((v = json_object_get(s, "exclusiveMinimum")) != NULL) {
 		if (json_is_true(v)) {
@@ -1160,6 +1175,8 @@ get_bounds(struct ctx *c, const json_t *s, struct bounds *b)
 				b->lo_excl = 1;
 		} else if (json_is_number(v)) {
 			d = json_number_value(v);
+			b->beyond |= json_is_integer(v) &&
+			    json_integer_value(v) >= INT_LIMIT;
 			if (!b->has_lo || d >= b->lo) {
 				b->has_lo = 1;
 				b->lo = d;
@@ -1177,6 +1194,8 @@ get_bounds(struct ctx *c, const json_t *s, struct bounds *b)
 				b->hi_excl = 1;
 		} else if (json_is_number(v)) {
 			d = json_number_value(v);
+			b->beyond |= json_is_integer(v) &&
+			    json_integer_value(v) <= -INT_LIMIT;
 			if (!b->has_hi || d <= b->hi) {
 				b->has_hi = 1;
 				b->hi = d;

@@ -865,6 +865,16 @@ static const struct refusal refusals[] = {
 	  "\"multipleOf\" must be a number greater than 0" },
 	{ "{\"type\":\"integer\",\"minimum\":1e300}", TS_EINVAL,
 	  "no integer within +-2^53" },
+	/* integer bounds a double does not hold exactly (2^53 + 1 would
+	 * read as 2^53, below the bound) */
+	{ "{\"type\":\"integer\",\"minimum\":9007199254740993}", TS_EINVAL,
+	  "no integer within +-2^53" },
+	{ "{\"type\":\"integer\",\"maximum\":-9007199254740993}",
+	  TS_EINVAL, "no integer within +-2^53" },
+	{ "{\"type\":\"integer\",\"exclusiveMinimum\":9007199254740992}",
+	  TS_EINVAL, "no integer within +-2^53" },
+	{ "{\"type\":\"number\",\"minimum\":9007199254740993}", TS_EINVAL,
+	  "no number within +-2^53" },
 };
 
 static void
