@@ -58,7 +58,8 @@
  *              integer in IEEE double, as ajv and python-jsonschema
  *              compute it), format "int32" (its range), "int64" (a
  *              number is then an integer), "float", "double". Integers
- *              stay within +-2^53; unbounded ones are in 0..100, with
+ *              stay within +-2^53 (a range only beyond it, as a minimum
+ *              of 2^53 + 1, is refused); unbounded ones are in 0..100, with
  *              one bound in the 100 next to it (not below 0 when only a
  *              maximum >= 0 is given). Numbers: the same ranges with two
  *              decimals (0.00..100.00), else the first of the steps 0.1,
