@@ -57,6 +57,13 @@ struct v1_choice {
 };
 
 /* One /v1 response in flight: owned by its relay from the hand-off on. */
+/* What an injected failure keeps from the client (inject.h). */
+enum v1_silent {
+	V1_SPEAKS = 0,          /* everything is sent */
+	V1_SILENT_ALL = 1,      /* timeout: not a byte */
+	V1_SILENT_END = 2       /* midstream_cut: no end after the tokens */
+};
+
 struct v1_resp {
 	struct reply reply;
 	struct relay relay;
@@ -69,9 +76,7 @@ struct v1_resp {
 	struct v1_choice *ch;         /* n of them */
 	uint32_t n;
 	int32_t error_after;
-	int silent;                   /* an injected timeout (1: not a byte)
-				       * or cut (2: no end after the
-				       * tokens) */
+	enum v1_silent silent;        /* an injected timeout or cut */
 	int injected;                 /* a mid-stream failure to count if it
 				       * fires (enum inject_kind), or 0 */
 };
@@ -274,7 +279,7 @@ v1_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	enum ts_err rc;
 	json_t *lp;
 
-	if (len == 0 || vr->silent == 1)
+	if (len == 0 || vr->silent == V1_SILENT_ALL)
 		return TS_OK;
 	lp = v1_logprobs(r, ch, index + 1);
 	v1_enter(vr, r->choice);
@@ -315,7 +320,7 @@ v1_stream_choice_end(struct relay *r, struct ts_buf *out, uint32_t choice,
 	enum ts_err rc;
 
 	(void)v;
-	if (vr->silent || f == ENGINE_FINISH_ERROR ||
+	if (vr->silent != V1_SPEAKS || f == ENGINE_FINISH_ERROR ||
 	    f == ENGINE_FINISH_SHUTDOWN)
 		return TS_OK;   /* the stream's end says it */
 	v1_enter(vr, choice);
@@ -338,7 +343,7 @@ v1_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 
 	v1_usage(vr, v);
 	v1_fired(r, f);
-	if (vr->silent)
+	if (vr->silent != V1_SPEAKS)
 		return TS_OK;   /* an injected cut: no finish, no [DONE] */
 	if (lab_finish_error(vr->error_after, f, &err)) {
 		http_error_set_param(&err, "%s", "");
@@ -422,7 +427,7 @@ v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	struct v1_choice *ch = v1_cur(r);
 
 	(void)index;
-	if (len == 0 || vr->silent == 1)
+	if (len == 0 || vr->silent == V1_SILENT_ALL)
 		return TS_OK;
 	if (ts_buf_append(&ch->text, text, len) != TS_OK)
 		return TS_EINVAL;
@@ -449,7 +454,7 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 
 	v1_usage(vr, v);
 	v1_fired(r, f);
-	if (vr->silent)
+	if (vr->silent != V1_SPEAKS)
 		return TS_OK;
 	if (lab_finish_error(vr->error_after, f, &err)) {
 		http_error_set_param(&err, "%s", "");
@@ -507,7 +512,7 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	uint32_t i;
 
 	v1_fired(r, f);
-	if (vr->silent)
+	if (vr->silent != V1_SPEAKS)
 		return TS_OK;   /* an injected cut or timeout: no answer */
 	if (lab_finish_error(vr->error_after, f, &err)) {
 		http_error_set_param(&err, "%s", "");
@@ -651,13 +656,13 @@ v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
 		/* an error after K tokens (counted as one), whose end is
 		 * never sent */
 		job->error_after = (int32_t)after;
-		vr->silent = 2;   /* after the tokens, nothing more */
+		vr->silent = V1_SILENT_END;   /* after the tokens, nothing */
 		break;
 	case INJECT_TIMEOUT:
 		job->prefill_ms = V1_INJECT_TIMEOUT_MS;
 		job->prefill_per_token_ms = 0.0;
 		job->max_tokens = 1;
-		vr->silent = 1;
+		vr->silent = V1_SILENT_ALL;
 		break;
 	default:
 		break;
@@ -837,7 +842,7 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	vr->rmeta.parallel_tool_calls = vr->req.parallel_tool_calls;
 	ts_buf_free(&body);
 	ts_buf_free(&prompt);
-	if (vr->req.stream && vr->silent != 1) {
+	if (vr->req.stream && vr->silent != V1_SILENT_ALL) {
 		openai_stream_init(&vr->stream, &vr->meta,
 		    vr->req.include_usage);
 		openai_resp_stream_init(&vr->rstream, &vr->rmeta);
@@ -852,7 +857,7 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	}
 	ts_buf_free(&b);
 	relay_init(&vr->relay, srv, &vr->reply, s, 0, stop, stop_len,
-	    job.nstop, vr->silent == 1 ? &v1_silent_ops :
+	    job.nstop, vr->silent == V1_SILENT_ALL ? &v1_silent_ops :
 	    !vr->req.stream ? &v1_answer_ops :
 	    kind == OPENAI_RESPONSES ? &v1_resp_stream_ops : &v1_stream_ops,
 	    vr);
