@@ -163,7 +163,7 @@ debug_generated(struct server *srv, struct reply *rp)
 		reply_error(rp, &err, NULL, 0);
 		return;
 	}
-	if (strncmp(qs, "id=", 3) == 0) {
+	if (strncmp(qs, "id=", 3) == 0 && strchr(qs, '&') == NULL) {
 		if (debug_parse_id(srv, qs + 3, &id, &err) != 0) {
 			reply_error(rp, &err, NULL, 0);
 			return;

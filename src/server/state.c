@@ -38,7 +38,9 @@ struct state_header {
 	aword next_id;
 	aword total_generated;
 	aword total_streams;
-	uint64_t reserved[10];
+	aword instance;         /* the --instance whose ids the records
+				 * are (resume.h's packing); 0: unnamed */
+	uint64_t reserved[9];
 };
 
 struct state_rec {
@@ -177,6 +179,30 @@ state_open_memory(struct state **out)
 	st->hdr->capacity = STATE_CAPACITY;
 	atomic_store(&st->hdr->next_id, 1);
 	*out = st;
+	return TS_OK;
+}
+
+enum ts_err
+state_bind_instance(struct state *st, uint64_t inst, int *reset)
+{
+	size_t len = (size_t)STATE_CAPACITY * STATE_RECORD_SIZE;
+
+	*reset = 0;
+	if (st->fd >= 0 && flock(st->fd, LOCK_EX) != 0)
+		return TS_ESYS;
+	if (atomic_load(&st->hdr->instance) != inst) {
+		/* Another name's ids: they are no ids of this one. Every
+		 * process of a host starts with the same name, so the first
+		 * one resets and the others find it bound. */
+		*reset = atomic_load(&st->hdr->next_id) > 1;
+		memset(st->recs, 0, len);
+		atomic_store(&st->hdr->total_generated, 0);
+		atomic_store(&st->hdr->total_streams, 0);
+		atomic_store(&st->hdr->next_id, 1);
+		atomic_store(&st->hdr->instance, inst);
+	}
+	if (st->fd >= 0)
+		flock(st->fd, LOCK_UN);
 	return TS_OK;
 }
 

@@ -9,7 +9,8 @@
  * file"): a 128-byte header, then STATE_CAPACITY records of 136 bytes.
  *   header: magic "TOKSTAT1" (8 bytes), version u32, record_size u32,
  *           capacity u32, pad u32, next_id u64, total_generated u64,
- *           total_streams u64, then zero padding.
+ *           total_streams u64, instance u64 (state_bind_instance), then
+ *           zero padding.
  *   record: id u64 (0 = empty), requested u64, generated u64, status u64,
  *           pid u64, prompt_tokens u64, started_ms u64 (Unix epoch ms),
  *           ended_ms u64, kind u64, resumed_from u64, resume_index u64,
@@ -115,6 +116,16 @@ enum ts_err state_open(struct state **out, const char *dir, char *errbuf,
  * the anonymous mapping fails.
  */
 enum ts_err state_open_memory(struct state **out);
+
+/*
+ * Binds the file to this server's instance name (--instance, packed as
+ * resume.h's; 0: unnamed), stored in the header: the records' ids are
+ * that name's. A file of another name (a backend renamed over its run
+ * directory) is emptied, so that its records are not answered under the
+ * new name; *reset says whether it held any. Serialised across processes
+ * with flock. TS_ESYS if the lock fails.
+ */
+enum ts_err state_bind_instance(struct state *st, uint64_t inst, int *reset);
 
 /* Unmaps and closes; accepts NULL. */
 void state_close(struct state *st);

@@ -132,6 +132,9 @@ sse_tokens() {
 	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/e")" = invalid_id ]
 	run curl -sS -o "$BATS_TEST_TMPDIR/e" -w '%{http_code}' "$BASE/health?instance=b9"
 	[ "$output" = 421 ]
+	run curl -sS -o "$BATS_TEST_TMPDIR/e" -w '%{http_code}' "$BASE/_debug/generated?id=b1-1&x=1"
+	[ "$output" = 400 ]
+	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/e")" = invalid_query ]
 	# the /v1 ids carry the instance too
 	curl -sS "$BASE/v1/completions" -H 'Content-Type: application/json' \
 		-d '{"model":"tokstream-sim","prompt":"hi","max_tokens":3}' > "$BATS_TEST_TMPDIR/v1"
@@ -173,10 +176,27 @@ sse_tokens() {
 	[ "$t1" = "$(totals b1 | cut -d' ' -f2)" ]
 	run front f1 127.0.0.1 "$PF" status "$BACKENDS"
 	echo "$output"
-	[[ $output == *"backend b1 (127.0.0.2:$P1-$P1): up"* ]]
-	[[ $output == *"backend b2 (127.0.0.3:$P2-$P2): up"* ]]
+	[[ $output == *"backend b1 (127.0.0.2:$P1): up"* ]]
+	[[ $output == *"backend b2 (127.0.0.3:$P2): up"* ]]
 	curl -sS "$BASE/_front/statistics" > "$BATS_TEST_TMPDIR/st"
 	grep -q "^gw.backend.b1-$P1.0.connected: [1-9]" "$BATS_TEST_TMPDIR/st"
+	# loopback only, never through a proxy, never for another host name
+	for h in "X-Forwarded-For: 10.0.0.1" "Forwarded: for=10.0.0.1" "Host: evil.example"; do
+		run curl -sS -o /dev/null -w '%{http_code}' -H "$h" "$BASE/_front/statistics"
+		[ "$output" = 404 ]
+	done
+	# a backend whose supervisor died: status says so (3), start brings
+	# the supervisor back without touching the responder
+	pid=$(cat "$SO/b2/tokstream-fcgi.pid")
+	kill -9 "$(cat "$SO/b2/supervisor.pid")"
+	run backend b2 127.0.0.3 "$P2" status
+	[ "$status" -eq 3 ]
+	[[ $output == *"supervisor: stopped"* ]]
+	run backend b2 127.0.0.3 "$P2" start
+	[[ $output == *"started it"* ]]
+	run backend b2 127.0.0.3 "$P2" status
+	[ "$status" -eq 0 ]
+	[ "$(cat "$SO/b2/tokstream-fcgi.pid")" = "$pid" ]
 	grep -q "^gw.backend.b2-$P2.0.connected: [1-9]" "$BATS_TEST_TMPDIR/st"
 }
 
@@ -248,6 +268,17 @@ sse_tokens() {
 	[ "$status" -ne 0 ]
 	[[ $output == *"want NAME=ADDR:PORT"* ]]
 	[ ! -e "$SO/bx/lighttpd.pid" ]
+	# a backend whose second port is taken (b2's): it fails and leaves
+	# no responder behind on its first
+	if ! (exec 3<>"/dev/tcp/127.0.0.3/$((P2 - 1))") 2>/dev/null; then
+		run ctl "$SO/bx" start TOKSTREAM_LISTEN=127.0.0.3:$((P2 - 1)) \
+			TOKSTREAM_INSTANCE=bx TOKSTREAM_PROCS=2
+		echo "$output"
+		[ "$status" -ne 0 ]
+		[[ $output == *"responder 2 did not start"* ]]
+		run bash -c "exec 3<>/dev/tcp/127.0.0.3/$((P2 - 1))"
+		[ "$status" -ne 0 ]
+	fi
 }
 
 @test "kill -9 one backend mid-stream: its streams are cut, new requests go to the other, Last-Event-ID resumes on it with the exact continuation, totals add up" {
@@ -270,6 +301,11 @@ sse_tokens() {
 		[ "$(header_of "$BATS_TEST_TMPDIR/nh$i" X-Request-Id | cut -d- -f1)" = b2 ]
 	done
 	echo "20 new requests served by b2 in $(( ($(date +%s%N) - killed) / 1000000 )) ms after the kill"
+	# the front's summary says b1 is down (exit status 3)
+	run front f1 127.0.0.1 "$PF" status "$BACKENDS"
+	[ "$status" -eq 3 ]
+	[[ $output == *"backend b1 (127.0.0.2:$P1): down"* ]]
+	[[ $output == *"backend b2 (127.0.0.3:$P2): up"* ]]
 	wait
 	cut=0 total_recv=0
 	for i in $(seq 1 12); do

@@ -271,6 +271,41 @@ test_open_errors(void **unused)
 	assert_null(st);
 }
 
+/* The file is bound to an instance name: the same name (a restarted
+ * process, a second one) keeps the records; another name (a backend
+ * renamed over its run directory) empties them, so that b1's ids are
+ * never answered as b2's; the binding survives a reopen. */
+static void
+test_instance_binding(void **unused)
+{
+	struct state *st = open_state(), *again;
+	struct state_record rec;
+	uint64_t id;
+	int reset = -1;
+
+	(void)unused;
+	assert_int_equal(state_bind_instance(st, 0x3162, &reset), TS_OK);
+	assert_int_equal(reset, 0);              /* a new file: nothing lost */
+	id = state_begin(st, STATE_KIND_STREAM, 10, 1, 0, 0, 0);
+	state_add_generated(st, id, 3);
+	again = open_state();
+	assert_int_equal(state_bind_instance(again, 0x3162, &reset), TS_OK);
+	assert_int_equal(reset, 0);
+	assert_int_equal(state_lookup(again, id, &rec), TS_OK);
+	assert_int_equal(state_total_generated(again), 3);
+	state_close(again);
+	again = open_state();
+	assert_int_equal(state_bind_instance(again, 0x3262, &reset), TS_OK);
+	assert_int_equal(reset, 1);
+	assert_int_equal(state_lookup(again, id, &rec), TS_EINVAL);
+	assert_int_equal(state_total_generated(again), 0);
+	assert_int_equal(state_total_streams(again), 0);
+	/* ids start again at 1 */
+	assert_true(state_begin(again, STATE_KIND_STREAM, 1, 1, 0, 0, 0) == 1);
+	state_close(again);
+	state_close(st);
+}
+
 int
 main(void)
 {
@@ -285,6 +320,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_foreign_file_reinitialised, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_gone, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_instance_binding, setup,
 		    teardown),
 		cmocka_unit_test(test_memory_fallback),
 		cmocka_unit_test(test_open_errors),
