@@ -146,6 +146,19 @@ debug_parse_id(struct server *srv, const char *s, unsigned long long *id,
 	return 0;
 }
 
+/* 1 when the query has a parameter other than id= (id=5&x=1: the only
+ * parameter is id, a 400 invalid_query; id=5&id=6 stays an invalid id). */
+static int
+debug_other_param(const char *qs)
+{
+	const char *p = qs;
+
+	while ((p = strchr(p, '&')) != NULL)
+		if (strncmp(++p, "id=", 3) != 0)
+			return 1;
+	return 0;
+}
+
 /* GET /_debug/generated[?id=N]: one stream's counts, loopback only. */
 void
 debug_generated(struct server *srv, struct reply *rp)
@@ -163,7 +176,7 @@ debug_generated(struct server *srv, struct reply *rp)
 		reply_error(rp, &err, NULL, 0);
 		return;
 	}
-	if (strncmp(qs, "id=", 3) == 0 && strchr(qs, '&') == NULL) {
+	if (strncmp(qs, "id=", 3) == 0 && !debug_other_param(qs)) {
 		if (debug_parse_id(srv, qs + 3, &id, &err) != 0) {
 			reply_error(rp, &err, NULL, 0);
 			return;
