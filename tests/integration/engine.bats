@@ -20,30 +20,38 @@ stream_bg() {
 	curl -sN -D "$2.h" "$BASE/stream?prompt=busy&max_tokens=$1" >"$2" &
 }
 
-# wait_idle: until no sequence is in a slot or waiting (5 s max)
-wait_idle() {
+# wait_engine EXPR: until the engine's counts satisfy the jq EXPR over
+# {running, waiting} (5 s max): a stream started in the background has
+# reached its slot or the queue, however busy this machine is
+wait_engine() {
 	local i
 	for i in $(seq 1 250); do
 		curl -s "$BASE/_debug/generated" | jq -e \
-			'(.engine.running // 0) == 0 and (.engine.waiting // 0) == 0' \
+			"{running: (.engine.running // 0), waiting: (.engine.waiting // 0)} | $1" \
 			>/dev/null && return 0
 		sleep 0.02
 	done
+	echo "the engine never reached $1" >&2
 	return 1
+}
+
+# wait_idle: until no sequence is in a slot or waiting
+wait_idle() {
+	wait_engine '.running == 0 and .waiting == 0'
 }
 
 @test "two slots: a third stream waits with keep-alives, then runs; queue_ms shows the wait" {
 	wait_idle
-	stream_bg 30 "$BATS_TEST_TMPDIR/a"
-	stream_bg 30 "$BATS_TEST_TMPDIR/b"
-	sleep 0.1
+	stream_bg 40 "$BATS_TEST_TMPDIR/a"
+	stream_bg 40 "$BATS_TEST_TMPDIR/b"
+	wait_engine '.running == 2'
 	t0=$EPOCHREALTIME
 	curl -sN -D "$BATS_TEST_TMPDIR/c.h" \
 		"$BASE/stream?prompt=third&max_tokens=3" >"$BATS_TEST_TMPDIR/c"
 	wait
 	elapsed=$(calc "$EPOCHREALTIME - $t0")
 	echo "third stream took $elapsed s"
-	# a and b hold the slots for 40 + 29 x 20 = 620 ms
+	# a and b hold the slots for 40 + 39 x 20 = 820 ms from their start
 	holds "$elapsed > 0.45"
 	grep -q '^: keep-alive' "$BATS_TEST_TMPDIR/c"
 	[ "$(grep -c '^data: {"token"' "$BATS_TEST_TMPDIR/c")" -eq 3 ]
@@ -60,7 +68,7 @@ wait_idle() {
 	for n in 1 2 3 4; do
 		stream_bg 25 "$BATS_TEST_TMPDIR/s$n"
 	done
-	sleep 0.15
+	wait_engine '.running == 2 and .waiting == 2'
 	code=$(curl -s -D "$BATS_TEST_TMPDIR/r.h" -o "$BATS_TEST_TMPDIR/r" \
 		-w '%{http_code}' "$BASE/stream?prompt=late&max_tokens=3")
 	cat "$BATS_TEST_TMPDIR/r"
@@ -83,7 +91,7 @@ wait_idle() {
 	wait_idle
 	stream_bg 40 "$BATS_TEST_TMPDIR/a"
 	stream_bg 40 "$BATS_TEST_TMPDIR/b"
-	sleep 0.1
+	wait_engine '.running == 2'
 	# waits, sees keep-alives, gives up after 0.5 s
 	curl -sN -m 0.5 -D "$BATS_TEST_TMPDIR/w.h" \
 		"$BASE/stream?prompt=impatient&max_tokens=5" \
@@ -106,11 +114,11 @@ wait_idle() {
 @test "a cancelled stream's slot goes to the waiting request within one decode step" {
 	wait_idle
 	stream_bg 60 "$BATS_TEST_TMPDIR/long"
-	sleep 0.05
+	wait_engine '.running == 1'
 	# takes the second slot, reads 10 tokens (~240 ms), then leaves
 	"$TOKBENCH" cancel --url "$BASE" --read 10 --max-tokens 400 \
 		--prompt leaver --id-only >"$BATS_TEST_TMPDIR/leaver" &
-	sleep 0.1
+	wait_engine '.running == 2'
 	curl -sN -D "$BATS_TEST_TMPDIR/n.h" \
 		"$BASE/stream?prompt=next&max_tokens=2" >"$BATS_TEST_TMPDIR/n"
 	wait

@@ -183,7 +183,12 @@ token_text() {
 	run "$TOKBENCH" stream --url "$BASE" --prompt hello --max-tokens 5 \
 		--tpot-ms 300 --json
 	[ "$status" -eq 0 ]
-	echo "$output" | jq -e '.itl_ms | length == 4 and all(.[]; . > 250 and . < 450)'
+	echo "$output" | jq -c .itl_ms
+	# Each decode step is due on the schedule, so one event this machine
+	# delays by d makes its gap 300 + d and the next 300 - d: each gap
+	# within 150 ms of 300, the four together within 100 ms of 1,200.
+	echo "$output" | jq -e '.itl_ms | length == 4 and
+		all(.[]; . > 150 and . < 450) and (add | . > 1100 and . < 1300)'
 }
 
 @test "C14: TTFT is clocked on the first token, not on headers or keep-alives" {
