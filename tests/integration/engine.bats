@@ -21,12 +21,13 @@ stream_bg() {
 }
 
 # wait_engine EXPR: until the engine's counts satisfy the jq EXPR over
-# {running, waiting} (5 s max): a stream started in the background has
-# reached its slot or the queue, however busy this machine is
+# {running, waiting} (250 polls 20 ms apart, about 10 s): a stream started
+# in the background has reached its slot or the queue, however busy this
+# machine is
 wait_engine() {
 	local i
 	for i in $(seq 1 250); do
-		curl -s "$BASE/_debug/generated" | jq -e \
+		curl -s -m 2 "$BASE/_debug/generated" | jq -e \
 			"{running: (.engine.running // 0), waiting: (.engine.waiting // 0)} | $1" \
 			>/dev/null && return 0
 		sleep 0.02
@@ -48,8 +49,8 @@ wait_idle() {
 	t0=$EPOCHREALTIME
 	curl -sN -D "$BATS_TEST_TMPDIR/c.h" \
 		"$BASE/stream?prompt=third&max_tokens=3" >"$BATS_TEST_TMPDIR/c"
-	wait
 	elapsed=$(calc "$EPOCHREALTIME - $t0")
+	wait
 	echo "third stream took $elapsed s"
 	# a and b hold the slots for 40 + 39 x 20 = 820 ms from their start
 	holds "$elapsed > 0.45"

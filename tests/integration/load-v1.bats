@@ -55,9 +55,11 @@ start_mini() {
 	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/chat/completions \
 		--concurrency 50 --requests 200 --output-tokens 20 --ignore-eos \
 		--goodput "ttft:500 tpot:50" --json "$d/v1.json" --quiet
-	wait "$st_pid"
+	st_rc=0
+	wait "$st_pid" || st_rc=$?
 	echo "$output"
 	[ "$status" -eq 0 ]
+	[ "$st_rc" -eq 0 ]
 	for k in "Mean TTFT (ms):" "Median TPOT (ms):" "P99 ITL (ms):" \
 		"Median E2EL (ms):" "Request goodput (req/s):" "Total content deltas:"; do
 		[[ $output == *"$k"* ]]
