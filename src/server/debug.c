@@ -146,15 +146,34 @@ debug_parse_id(struct server *srv, const char *s, unsigned long long *id,
 	return 0;
 }
 
+/*
+ * The walk over a query string's parameters (split at '&', empty ones
+ * included; nothing decoded): *walk starts at the query, or NULL for an
+ * empty one. Returns the next parameter with its length in *n, NULL at
+ * the end.
+ */
+static const char *
+debug_param_next(const char **walk, size_t *n)
+{
+	const char *at = *walk;
+
+	if (at == NULL)
+		return NULL;
+	*n = strcspn(at, "&");
+	*walk = at[*n] == '&' ? at + *n + 1 : NULL;
+	return at;
+}
+
 /* 1 when the query has a parameter other than id= (id=5&x=1: the only
  * parameter is id, a 400 invalid_query; id=5&id=6 stays an invalid id). */
 static int
 debug_other_param(const char *qs)
 {
-	const char *p = qs;
+	const char *walk = *qs ? qs : NULL, *p;
+	size_t n;
 
-	while ((p = strchr(p, '&')) != NULL)
-		if (strncmp(++p, "id=", 3) != 0)
+	while ((p = debug_param_next(&walk, &n)) != NULL)
+		if (n < 3 || memcmp(p, "id=", 3) != 0)
 			return 1;
 	return 0;
 }
@@ -307,14 +326,14 @@ debug_generated(struct server *srv, struct reply *rp)
 static int
 debug_check_instance(struct server *srv, struct reply *rp)
 {
-	const char *qs = conn_param(rp->conn, "QUERY_STRING"), *p = qs;
+	const char *qs = conn_param(rp->conn, "QUERY_STRING"), *p;
+	const char *walk = *qs ? qs : NULL;
 	const char *own = srv->opt->instance_name;
 	struct http_error err;
 	uint64_t asked;
 	size_t n;
 
-	while (*p != '\0') {
-		n = strcspn(p, "&");
+	while ((p = debug_param_next(&walk, &n)) != NULL) {
 		if (n >= 9 && memcmp(p, "instance=", 9) == 0 &&
 		    (own == NULL || n - 9 != strlen(own) ||
 		    memcmp(p + 9, own, n - 9) != 0)) {
@@ -332,9 +351,6 @@ debug_check_instance(struct server *srv, struct reply *rp)
 			reply_error(rp, &err, NULL, 0);
 			return -1;
 		}
-		p += n;
-		if (*p == '&')
-			p++;
 	}
 	return 0;
 }

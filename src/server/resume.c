@@ -194,7 +194,8 @@ resume_request_id_parse(const char *s, size_t len, uint64_t *instance,
 		return TS_EINVAL;
 	}
 	if (take_instance(&s, &len, 1, instance) != 0) {
-		*why = "the id's instance is not an instance name";
+		*why = "the id has two parts and the first is not an "
+		    "instance name (1 to 8 of a-z, 0-9, a letter first)";
 		return TS_EINVAL;
 	}
 	if (parse_dec(s, len, stream) != 0 || *stream == 0) {
@@ -221,7 +222,8 @@ resume_id_parse(const char *s, size_t len, struct resume_id *id,
 		return TS_EINVAL;
 	}
 	if (take_instance(&s, &len, 3, &id->instance) != 0) {
-		*why = "the id's instance is not an instance name";
+		*why = "the id has four parts and the first is not an "
+		    "instance name (1 to 8 of a-z, 0-9, a letter first)";
 		return TS_EINVAL;
 	}
 	d1 = memchr(s, '-', len);

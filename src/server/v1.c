@@ -233,6 +233,19 @@ v1_calls(const struct v1_resp *vr, const struct v1_choice *ch,
 	return m;
 }
 
+/* Where the released bytes [at, at + len) of a tool-call answer's guide
+ * meet call c's span: its first byte's offset in *lo, and how many bytes
+ * (0: none). */
+static size_t
+v1_call_span(const struct openai_plan_call *c, size_t at, size_t len,
+    size_t *lo)
+{
+	size_t hi = at + len < c->off + c->len ? at + len : c->off + c->len;
+
+	*lo = at > c->off ? at : c->off;
+	return *lo < hi ? hi - *lo : 0;
+}
+
 /* A tool-call answer's released text (text, len), the bytes from
  * ch->released on of the plan's guide: each call's head once, then
  * fragments of its arguments, in order. lp is taken. */
@@ -246,20 +259,17 @@ v1_tool_token(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out,
 	ch->released += len;
 	for (i = 0; i < ch->plan.ncalls && rc == TS_OK; i++) {
 		const struct openai_plan_call *c = &ch->plan.calls[i];
-		size_t lo = at > c->off ? at : c->off;
-		size_t hi = at + len < c->off + c->len ? at + len :
-		    c->off + c->len;
 		const char *id = NULL;
+		size_t lo, n = v1_call_span(c, at, len, &lo);
 
-		if (lo >= hi)
+		if (n == 0)
 			continue;
 		if (i >= ch->opened) {
 			id = c->id;
 			ch->opened = i + 1;
 		}
 		rc = openai_encode_tool_delta(out, &vr->stream, (uint32_t)i,
-		    id, vr->req.tools[c->tool].name, text + (lo - at), hi - lo,
-		    lp);
+		    id, vr->req.tools[c->tool].name, text + (lo - at), n, lp);
 		lp = NULL;
 	}
 	json_decref(lp);
@@ -396,12 +406,9 @@ v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
 	ch->released += len;
 	(void)openai_plan_calls(&ch->plan, &vr->req, calls);
 	for (i = 0; i < ch->plan.ncalls; i++) {
-		const struct openai_plan_call *c = &ch->plan.calls[i];
-		size_t lo = at > c->off ? at : c->off;
-		size_t hi = at + len < c->off + c->len ? at + len :
-		    c->off + c->len;
+		size_t lo, n = v1_call_span(&ch->plan.calls[i], at, len, &lo);
 
-		if (lo >= hi)
+		if (n == 0)
 			continue;
 		if (i >= ch->opened) {
 			if (v1_resp_close_calls(vr, ch, out, i,
@@ -412,7 +419,7 @@ v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
 			ch->opened = i + 1;
 		}
 		if (openai_resp_encode_call_delta(out, &vr->rstream,
-		    (uint32_t)i, text + (lo - at), hi - lo) != TS_OK)
+		    (uint32_t)i, text + (lo - at), n) != TS_OK)
 			return TS_EINVAL;
 	}
 	return TS_OK;

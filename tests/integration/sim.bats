@@ -37,6 +37,22 @@ post() {
 		"${@:3}" -d "$1" "$BASE${PATHV1:-/v1/chat/completions}"
 }
 
+# expect_400 BODY [JQ]: POST BODY is a 400 whose error body satisfies JQ
+expect_400() {
+	local e=$BATS_TEST_TMPDIR/e code
+	code=$(post "$1" "$e")
+	if [ "$code" != 400 ]; then
+		echo "HTTP $code, not 400, for $1"
+		cat "$e"
+		return 1
+	fi
+	if [ -n "${2:-}" ] && ! jq -e "$2" "$e" >/dev/null; then
+		echo "not true: $2"
+		cat "$e"
+		return 1
+	fi
+}
+
 chunks() {
 	sed -n 's/^data: //p' "$1" | grep -v '^\[DONE\]$'
 }
@@ -114,32 +130,23 @@ metric() {
 
 @test "bad tools and formats are 400s naming the field: unsupported schema keyword, bad name, duplicate, tool_choice without tools or unknown, a tool message without tool_call_id" {
 	local d=$BATS_TEST_TMPDIR
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"s":{"type":"string","pattern":"^a+$"}}}}}]}' "$d/e"
-	[ "$output" = 400 ]
-	jq -e '.error.param == "tools[0].function.parameters" and (.error.message | test("pattern"))' "$d/e"
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bad name"}}]}' "$d/e"
-	[ "$output" = 400 ]
-	jq -e '.error.param == "tools[0].function.name"' "$d/e"
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]}' "$d/e"
-	[ "$output" = 400 ]
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tool_choice":"auto"}' "$d/e"
-	[ "$output" = 400 ]
-	jq -e '.error.param == "tool_choice"' "$d/e"
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}' "$d/e"
-	[ "$output" = 400 ]
-	run post '{"model":"tokstream-sim","messages":[{"role":"tool","content":"42"}]}' "$d/e"
-	[ "$output" = 400 ]
-	jq -e '.error.param == "messages[0].tool_call_id"' "$d/e"
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"not":{}}}}}}}' "$d/e"
-	[ "$output" = 400 ]
-	jq -e '.error.param == "response_format.json_schema.schema"' "$d/e"
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"n":17}' "$d/e"
-	[ "$output" = 400 ]
-	jq -e '.error.param == "n"' "$d/e"
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"s":{"type":"string","pattern":"^a+$"}}}}}]}' \
+		'.error.param == "tools[0].function.parameters" and (.error.message | test("pattern"))'
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bad name"}}]}' \
+		'.error.param == "tools[0].function.name"'
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}]}'
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tool_choice":"auto"}' \
+		'.error.param == "tool_choice"'
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}'
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"tool","content":"42"}]}' \
+		'.error.param == "messages[0].tool_call_id"'
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":{"a":{"not":{}}}}}}}' \
+		'.error.param == "response_format.json_schema.schema"'
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"n":17}' \
+		'.error.param == "n"'
 	# a function's parameters describe an object ({} is no parameters)
-	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"integer"}}}]}' "$d/e"
-	[ "$output" = 400 ]
-	jq -e '.error.param == "tools[0].function.parameters"' "$d/e"
+	expect_400 '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"integer"}}}]}' \
+		'.error.param == "tools[0].function.parameters"'
 	run post '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f","parameters":{}}}],"tool_choice":"required"}' "$d/e"
 	[ "$output" = 200 ]
 	jq -e '.choices[0].message.tool_calls[0].function.arguments == "{}"' "$d/e"

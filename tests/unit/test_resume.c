@@ -215,6 +215,23 @@ test_hostile_ids(void **state)
 		    bad_cases[i].what);
 }
 
+/* A negative index has one dash too many, so the first part reads as an
+ * instance name: the reason says how the id was read (four parts) and what
+ * an instance name is, not just "not an instance name". */
+static void
+test_negative_index_reason(void **state)
+{
+	struct resume_id id;
+	const char *why = NULL;
+
+	(void)state;
+	assert_int_equal(resume_id_parse(T("3-" KEY "--1"), &id, &why),
+	    TS_EINVAL);
+	assert_non_null(why);
+	assert_non_null(strstr(why, "four parts"));
+	assert_non_null(strstr(why, "a letter first"));
+}
+
 /* Over RESUME_ID_MAX bytes is refused before anything else is looked at,
  * whatever the bytes. */
 static void
@@ -467,6 +484,7 @@ main(void)
 		cmocka_unit_test(test_format_small_buffer),
 		cmocka_unit_test(test_parse_by_length),
 		cmocka_unit_test(test_hostile_ids),
+		cmocka_unit_test(test_negative_index_reason),
 		cmocka_unit_test(test_too_long),
 		cmocka_unit_test(test_limits_accepted),
 		cmocka_unit_test(test_instance_names),
