@@ -61,6 +61,7 @@ static int
 open_counters(void)
 {
 	char errbuf[512];
+	int reset = 0;
 
 	if (state_open(&srv.state, opt.state_dir, errbuf, sizeof(errbuf)) !=
 	    TS_OK) {
@@ -74,18 +75,13 @@ open_counters(void)
 			return -1;
 		}
 	}
-	{
-		int reset = 0;
-
-		if (state_bind_instance(srv.state, opt.instance, &reset) !=
-		    TS_OK)
-			fprintf(stderr, "tokstream-fcgi: cannot lock the state "
-			    "file to check its instance name\n");
-		else if (reset)
-			fprintf(stderr, "tokstream-fcgi: the state file held "
-			    "the records of another instance name; emptied "
-			    "(their ids are not this server's)\n");
-	}
+	if (state_bind_instance(srv.state, opt.instance, &reset) != TS_OK)
+		fprintf(stderr, "tokstream-fcgi: cannot lock the state file "
+		    "to check its instance name\n");
+	else if (reset)
+		fprintf(stderr, "tokstream-fcgi: the state file held the "
+		    "records of another instance name; emptied (their ids are "
+		    "not this server's)\n");
 	if (metrics_open(&srv.metrics, opt.state_dir, errbuf,
 	    sizeof(errbuf)) != TS_OK) {
 		fprintf(stderr, "tokstream-fcgi: %s; /metrics counts this "

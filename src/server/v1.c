@@ -56,7 +56,6 @@ struct v1_choice {
 				       * whole answer's logprobs) */
 };
 
-/* One /v1 response in flight: owned by its relay from the hand-off on. */
 /* What an injected failure keeps from the client (inject.h). */
 enum v1_silent {
 	V1_SPEAKS = 0,          /* everything is sent */
@@ -64,6 +63,7 @@ enum v1_silent {
 	V1_SILENT_END = 2       /* midstream_cut: no end after the tokens */
 };
 
+/* One /v1 response in flight: owned by its relay from the hand-off on. */
 struct v1_resp {
 	struct reply reply;
 	struct relay relay;

@@ -180,6 +180,7 @@ sse_tokens() {
 	[[ $output == *"backend b2 (127.0.0.3:$P2): up"* ]]
 	curl -sS "$BASE/_front/statistics" > "$BATS_TEST_TMPDIR/st"
 	grep -q "^gw.backend.b1-$P1.0.connected: [1-9]" "$BATS_TEST_TMPDIR/st"
+	grep -q "^gw.backend.b2-$P2.0.connected: [1-9]" "$BATS_TEST_TMPDIR/st"
 	# loopback only, never through a proxy, never for another host name
 	for h in "X-Forwarded-For: 10.0.0.1" "Forwarded: for=10.0.0.1" "Host: evil.example"; do
 		run curl -sS -o /dev/null -w '%{http_code}' -H "$h" "$BASE/_front/statistics"
@@ -197,7 +198,6 @@ sse_tokens() {
 	run backend b2 127.0.0.3 "$P2" status
 	[ "$status" -eq 0 ]
 	[ "$(cat "$SO/b2/tokstream-fcgi.pid")" = "$pid" ]
-	grep -q "^gw.backend.b2-$P2.0.connected: [1-9]" "$BATS_TEST_TMPDIR/st"
 }
 
 @test "Prometheus scrapes each backend through the front with the documented scrape config: one target per backend, labelled by its name" {
