@@ -170,7 +170,7 @@ int load_slo_met(const struct load_slo *slo, size_t output_tokens,
 /*
  * Why a request failed; LOAD_FAIL_COUNT is the number of kinds. The
  * statuses a gateway has to tell apart get a kind each (those tokstream's
- * failure injection answers with, server/inject.h: rate_limit 429,
+ * failure injection answers with, handlers/inject.h: rate_limit 429,
  * server_error 500, overloaded 503, context_length 400, invalid_api_key
  * 401); its timeout is LOAD_FAIL_TIMEOUT, midstream_error
  * LOAD_FAIL_SSE_ERROR and midstream_cut LOAD_FAIL_TRUNCATED. The order is

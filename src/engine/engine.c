@@ -36,7 +36,7 @@
 #include <time.h>
 
 #include "engine/kvcache.h"
-#include "engine/release.h"
+#include "text/release.h"
 
 enum seq_phase { SEQ_WAITING = 1, SEQ_PREFILL, SEQ_JOINING, SEQ_DECODE,
 	SEQ_DONE };
@@ -505,7 +505,7 @@ seq_finish(struct engine *e, struct engine_seq *s, enum engine_finish f,
 }
 
 /* Whether token `id` completes one of the sequence's stop strings. Its
- * text goes through a releaser (engine/release.h), as the relay's does,
+ * text goes through a releaser (text/release.h), as the relay's does,
  * so both agree on where the text ends. */
 static int
 seq_stops(struct engine *e, struct engine_seq *s, uint32_t id)

@@ -1,7 +1,7 @@
 /*
  * engine/engine.h - the serving engine of one responder process: slots, a
  * waiting queue and one decode loop that runs continuous batching over a
- * backend (engine/backend.h). No libfcgi, no sockets, no HTTP: the server
+ * backend (backend/backend.h). No libfcgi, no sockets, no HTTP: the server
  * submits requests and relays what the engine publishes, so the engine can
  * be driven by unit tests with a synthetic clock.
  *
@@ -45,7 +45,7 @@
  *
  * What the engine publishes per sequence is token ids, in order, and how
  * it ended; the text of those ids (stop strings cut, incomplete UTF-8
- * held back) is made by whoever sends them, with engine/release.h, the
+ * held back) is made by whoever sends them, with text/release.h, the
  * same way the engine decides that a stop string ended a sequence.
  */
 #ifndef TS_ENGINE_ENGINE_H
@@ -56,9 +56,9 @@
 #include <stdint.h>
 
 #include "common/ts.h"
-#include "engine/backend.h"
+#include "backend/backend.h"
 #include "engine/latency.h"
-#include "engine/stop.h"
+#include "text/stop.h"
 
 #define ENGINE_DEFAULT_MAX_NUM_SEQS 64
 #define ENGINE_DEFAULT_MAX_WAITING 64
@@ -165,7 +165,7 @@ struct engine_request {
 				   * sent before; recomputed, not counted */
 	int64_t t0_ns;            /* CLOCK_MONOTONIC arrival of the request */
 	const char *stop[STOP_MAX];  /* stop strings, matched across
-				   * tokens (engine/stop.h limits) */
+				   * tokens (text/stop.h limits) */
 	size_t stop_len[STOP_MAX];
 	size_t nstop;
 	struct engine_listener *listener;   /* NULL: nobody is told */
@@ -260,14 +260,14 @@ void engine_destroy(struct engine *e);
 const struct engine_backend *engine_backend(const struct engine *e);
 
 /* 1 when the latency model paces the backend's tokens, 0 when the backend
- * computes for real (engine/backend.h `physical`). */
+ * computes for real (backend/backend.h `physical`). */
 int engine_paces(const struct engine *e);
 
 /*
  * Queues a request. Returns TS_OK with *out (release it with
  * engine_release), TS_ELIMIT when the waiting queue is full (answer 429;
  * on_submit is not called), TS_ETIMEDOUT when the engine is shutting down
- * (503), or TS_EINVAL for stop strings engine/stop.h refuses, or logprobs
+ * (503), or TS_EINVAL for stop strings text/stop.h refuses, or logprobs
  * or a guide the backend does not support (engine_backend.logprobs NULL,
  * .guided 0).
  */

@@ -1,6 +1,6 @@
 /*
  * model/llama.h - the llama backend: a Llama-2 style model behind the
- * engine's struct engine_backend (engine/backend.h): a llama2.c checkpoint
+ * engine's struct engine_backend (backend/backend.h): a llama2.c checkpoint
  * (model.h), its tokenizer (tokenizer.h), a KV cache per sequence, batched
  * decode steps. It serves one model, named after the checkpoint's file.
  *
@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #include "common/ts.h"
-#include "engine/backend.h"
+#include "backend/backend.h"
 
 struct model_config;
 

@@ -12,7 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "model/tokenizer.h"
 
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 #include <errno.h>
 #include <math.h>

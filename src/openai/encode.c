@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/sse.h"
+#include "proto/sse.h"
 
 #define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
 

@@ -20,7 +20,7 @@
 
 #include "common/buf.h"
 #include "common/ts.h"
-#include "server/http.h"
+#include "proto/http.h"
 
 /* Documented limits and defaults (docs/API.md "OpenAI API"). */
 #define OPENAI_MAX_TOKENS_CAP HTTP_MAX_TOKENS_CAP   /* max_tokens: 8192 */

@@ -5,7 +5,7 @@
  */
 #include "openai/parse.h"
 
-#include "openai/schema_gen.h"
+#include "jsonschema/schema_gen.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "common/rng.h"
-#include "engine/backend.h"
-#include "openai/schema_gen.h"
+#include "backend/backend.h"
+#include "jsonschema/schema_gen.h"
 
 /* The k-th draw of the plan seed: a fresh 64-bit word per purpose. */
 static uint64_t

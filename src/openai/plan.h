@@ -2,7 +2,7 @@
  * openai/plan.h - what the simulated model answers a /v1 request with,
  * decided before generation: free text (the language model samples), or
  * a text the server makes and the engine streams token by token as a
- * guide (engine/backend.h, guided decoding): the tool calls the model
+ * guide (backend/backend.h, guided decoding): the tool calls the model
  * makes (their arguments, JSON valid against each function's
  * parameters), an instance of the response_format's JSON Schema, or, in
  * echo mode, the last user message. Deterministic: the same request

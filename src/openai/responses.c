@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/sse.h"
+#include "proto/sse.h"
 
 /* Statuses of a response and of its message item. */
 #define ST_IN_PROGRESS "in_progress"

@@ -5,7 +5,7 @@
  * An accept thread takes a request with FCGX_Accept_r (libfcgi reads its
  * FastCGI records: FCGI_BEGIN_REQUEST, the params, the body as FCGI_STDIN)
  * and runs its handler (routes.h). A stream is handed to an I/O thread
- * (server/io.h), which writes the rest through the same FCGX_Request:
+ * (transport/io.h), which writes the rest through the same FCGX_Request:
  * libfcgi still encodes every FCGI_STDOUT record, but the I/O thread
  * writes no more than room() says the socket takes, so a blocking write
  * never blocks.
@@ -45,10 +45,10 @@
 #include <linux/sockios.h>
 #include <unistd.h>
 
-#include "server/conn.h"
-#include "server/io.h"
-#include "server/routes.h"
-#include "server/server.h"
+#include "transport/conn.h"
+#include "transport/io.h"
+#include "handlers/routes.h"
+#include "handlers/server.h"
 
 #define THREAD_STACK_BYTES (256u * 1024u)
 

@@ -16,17 +16,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backends.h"
+#include "server/backends.h"
 #include "config.h"
 #include "engine/engine.h"
 #include "server/fcgi.h"
-#include "server/io.h"
-#include "server/metrics.h"
-#include "server/options.h"
-#include "server/record.h"
-#include "server/relay.h"
-#include "server/server.h"
-#include "server/state.h"
+#include "transport/io.h"
+#include "stores/metrics.h"
+#include "handlers/options.h"
+#include "handlers/record.h"
+#include "transport/relay.h"
+#include "handlers/server.h"
+#include "stores/state.h"
 
 #define SHUTDOWN_GRACE_MS 5000
 /* Accept threads: a request's handler is quick (parse, queue, the head),
@@ -148,7 +148,6 @@ main(int argc, char **argv)
 	srv.opt = &opt;
 	srv.started_at = time(NULL);
 	srv.now = engine_now_ns;
-	srv.stream = io_stream;
 	options_backend_args(&opt, &ba);
 	if (backends_find(opt.backend)->open(&backend, &ba, errbuf,
 	    sizeof(errbuf)) != TS_OK) {
@@ -166,7 +165,7 @@ main(int argc, char **argv)
 	}
 	srv.backend = engine_backend(srv.engine);
 	raise_fd_limit(opt.engine.max_num_seqs + opt.engine.max_waiting);
-	if (io_start(&srv.io, &srv, opt.io_threads, opt.write_stall_ms) !=
+	if (io_start(&srv.io, srv.now, opt.io_threads, opt.write_stall_ms) !=
 	    TS_OK) {
 		fprintf(stderr, "tokstream-fcgi: cannot start the I/O "
 		    "threads: %s\n", strerror(errno));

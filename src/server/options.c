@@ -3,7 +3,7 @@
  * the usage text (docs/OPERATIONS.md "Responder options"). A bad value is
  * a one-line message on stderr and exit status 2.
  */
-#include "server/options.h"
+#include "handlers/options.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends.h"
+#include "server/backends.h"
 #include "config.h"
-#include "server/auth.h"
-#include "server/http.h"
-#include "server/io.h"
-#include "server/resume.h"
+#include "handlers/auth.h"
+#include "proto/http.h"
+#include "transport/io.h"
+#include "proto/resume.h"
 
 void
 options_usage(FILE *f)

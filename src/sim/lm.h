@@ -29,7 +29,7 @@
  *      candidate, EOS included, is masked to -inf). So characters split
  *      over byte tokens occur (about 1 token in 120 at temperature 1) and
  *      the text is always valid UTF-8 - except that max_tokens may cut a
- *      character short (engine/release.h then ends the text with U+FFFD). Other
+ *      character short (text/release.h then ends the text with U+FFFD). Other
  *      byte tokens are always masked.
  *   3. EOS: after a sentence end or a newline its probability is p(n) =
  *      min(0.9, (n + 1) / 300) for the n-th generated token (elsewhere 1%
@@ -66,7 +66,7 @@
 #include <stdint.h>
 
 #include "common/rng.h"
-#include "engine/backend.h"
+#include "backend/backend.h"
 #include "sim/vocab.h"
 
 /*

@@ -1,6 +1,6 @@
 /*
  * sim/sim.h - the simulator backend: a struct engine_backend
- * (engine/backend.h) whose tokens cost no compute, so the engine's latency
+ * (backend/backend.h) whose tokens cost no compute, so the engine's latency
  * model alone decides when they appear. Deterministic: the same prompt,
  * model and sampling give the same ids in any process, on any run.
  *
@@ -16,7 +16,7 @@
 #ifndef TS_SIM_SIM_H
 #define TS_SIM_SIM_H
 
-#include "engine/backend.h"
+#include "backend/backend.h"
 
 enum sim_model {
 	SIM_MODEL_LM = 0,

@@ -9,7 +9,7 @@
  */
 #include "sim/vocab_table.h"
 
-#include "engine/release.h"
+#include "text/release.h"
 
 _Static_assert(RELEASE_FEED_MAX >= SIM_TOKEN_MAX_BYTES,
     "a token must fit in one release feed");

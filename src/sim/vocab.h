@@ -59,7 +59,7 @@ struct release;
 struct release_chunk;
 
 /*
- * release_bytes (engine/release.h) of the text of token `id`
+ * release_bytes (text/release.h) of the text of token `id`
  * (sim_token_text): the simulator's detokenizer in one call. Returns
  * TS_EINVAL (nothing released, *out empty) for an id with no text or
  * after release_finish.

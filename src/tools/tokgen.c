@@ -10,7 +10,7 @@
  * With --lm (or any of its options) the tokens come from the language
  * model of the OpenAI-compatible endpoints (sim/lm.h) with their sampling
  * parameters, stop strings and chat template, and text is what the
- * detokenizer (engine/release.h) releases: the answer those endpoints give.
+ * detokenizer (text/release.h) releases: the answer those endpoints give.
  *
  * Exit status: 0 done, 1 a file could not be read or output not written,
  * 2 bad arguments (one line on stderr says which).
@@ -26,7 +26,7 @@
 
 #include "common/buf.h"
 #include "common/ts.h"
-#include "engine/release.h"
+#include "text/release.h"
 #include "openai/chat.h"
 #include "sim/lab.h"
 #include "sim/lm.h"

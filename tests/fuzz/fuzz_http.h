@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "server/http.h"
+#include "proto/http.h"
 
 /* The integer request parameters and their documented caps and error
  * codes (docs/API.md "Request parameters"), as the fuzz models know them. */

@@ -1,5 +1,5 @@
 /*
- * fuzz_json.c - http_parse_json (src/server/http.h) on arbitrary bytes, as a
+ * fuzz_json.c - http_parse_json (src/proto/http.h) on arbitrary bytes, as a
  * POST /generate body.
  *
  * Properties, each checked with abort():
@@ -25,7 +25,7 @@
 
 #include "fuzz.h"
 #include "fuzz_http.h"
-#include "server/http.h"
+#include "proto/http.h"
 
 
 /*

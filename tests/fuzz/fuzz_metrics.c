@@ -1,5 +1,5 @@
 /*
- * fuzz_metrics.c - the metrics-file reader (src/server/metrics.h) on a file
+ * fuzz_metrics.c - the metrics-file reader (src/stores/metrics.h) on a file
  * whose bytes are the input: what metrics_open() and metrics_render()
  * must survive after a crash mid-write, a stray writer, a truncation, or
  * a file of another version, alone or while other processes hold it.
@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "server/metrics.h"
+#include "stores/metrics.h"
 
 /* The layout of metrics.h "File format". */
 #define FILE_SIZE 7424u

@@ -1,5 +1,5 @@
 /*
- * fuzz_query.c - http_parse_query and http_form_decode (src/server/http.h) on
+ * fuzz_query.c - http_parse_query and http_form_decode (src/proto/http.h) on
  * arbitrary bytes, as a GET /stream query string.
  *
  * Properties, each checked with abort():
@@ -23,7 +23,7 @@
 
 #include "fuzz.h"
 #include "fuzz_http.h"
-#include "server/http.h"
+#include "proto/http.h"
 
 /* Names longer than this (encoded) are skipped undecoded by http.c: no
  * parameter name tokstream knows is that long even fully escaped. */

@@ -1,6 +1,6 @@
 /*
- * fuzz_release.c - the per-sequence detokenizer (src/engine/release.h): stop
- * strings (engine/stop.h) and UTF-8 holdback (engine/utf8.h) over arbitrary
+ * fuzz_release.c - the per-sequence detokenizer (src/text/release.h): stop
+ * strings (text/stop.h) and UTF-8 holdback (text/utf8.h) over arbitrary
  * bytes cut at arbitrary points.
  *
  * Input: byte 0 & 7 is the number of stop strings (5..7 must be refused
@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "engine/release.h"
+#include "text/release.h"
 
 /* A growable byte log. */
 struct log {

@@ -1,5 +1,5 @@
 /*
- * fuzz_resume_id.c - resume_id_parse and resume_id_format (src/server/resume.h)
+ * fuzz_resume_id.c - resume_id_parse and resume_id_format (src/proto/resume.h)
  * on arbitrary bytes, as a Last-Event-ID header or last_event_id value.
  *
  * Properties, each checked with abort():
@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "server/resume.h"
+#include "proto/resume.h"
 
 static uint64_t
 le64(const uint8_t *p)

@@ -1,5 +1,5 @@
 /*
- * fuzz_sse_roundtrip.c - the SSE encoder (src/server/sse.h) against tokbench's
+ * fuzz_sse_roundtrip.c - the SSE encoder (src/proto/sse.h) against tokbench's
  * parser (src/bench/sse_parse.h): whatever the server encodes, a WHATWG
  * client reads back unchanged. The input is a token's bytes.
  *
@@ -27,8 +27,8 @@
 
 #include "bench/sse_parse.h"
 #include "fuzz.h"
-#include "server/resume.h"
-#include "server/sse.h"
+#include "proto/resume.h"
+#include "proto/sse.h"
 
 #define OUT_MAX (1u << 24)      /* bytes; far above any input's event */
 

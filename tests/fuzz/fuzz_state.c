@@ -1,5 +1,5 @@
 /*
- * fuzz_state.c - the state-file reader (src/server/state.h) on a file whose bytes
+ * fuzz_state.c - the state-file reader (src/stores/state.h) on a file whose bytes
  * are the input: what a reader must survive after a crash mid-write, a
  * stray writer, or a file of another version.
  *
@@ -41,7 +41,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "server/state.h"
+#include "stores/state.h"
 
 #define HDR_SIZE 128u
 #define REC_SIZE 136u

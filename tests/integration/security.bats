@@ -34,7 +34,7 @@ code_of() {
 }
 
 # A request that carries a forwarding header is not local (issue #5; the
-# check is in server/debug.c).
+# check is in handlers/debug.c).
 @test "a request forwarded by a proxy is refused: 403 loopback_only on /_debug/generated and /metrics (X-Forwarded-For, Forwarded, X-Real-IP)" {
 	for path in /_debug/generated /_debug/generated?id=1 /metrics; do
 		for h in 'X-Forwarded-For: 203.0.113.9' \

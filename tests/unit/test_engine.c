@@ -12,7 +12,7 @@
  * batch with ERROR, a sequence the backend refuses to start leaves with
  * ERROR while the others go on, a client that left before the end of a
  * finished sequence is recorded as cancelled, and the ids the engine
- * published turn into the text a relay would send (engine/release.h).
+ * published turn into the text a relay would send (text/release.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
@@ -26,10 +26,10 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "engine/release.h"
-#include "engine/utf8.h"
-#include "server/record.h"
-#include "server/state.h"
+#include "text/release.h"
+#include "text/utf8.h"
+#include "handlers/record.h"
+#include "stores/state.h"
 #include "sim/lab.h"
 #include "sim/sim.h"
 #include "sim/vocab.h"
@@ -1298,7 +1298,7 @@ test_physical_gone_before_done(void **unused)
 
 /*
  * The text of what the engine published, as a relay makes it: each id's
- * text through engine/release.h with the request's stop strings, one
+ * text through text/release.h with the request's stop strings, one
  * chunk per token, then release_finish. A character split over two
  * tokens goes out whole with the second; the stop string and what
  * follows it never go out; the releaser sees the stop at the very token

@@ -1,6 +1,6 @@
 /*
  * test_handlers.c - the lab and /v1 handlers through route() over a fake
- * connection (server/conn.h): CGI params from a table, a body served in
+ * connection (transport/conn.h): CGI params from a table, a body served in
  * pieces, writes into a buffer that can fail after N bytes or stall until
  * abort(), and waits that drive a manual engine (engine_create_manual)
  * over the simulator on a synthetic clock, with a hang-up or a server
@@ -29,17 +29,17 @@
 #include "common/buf.h"
 #include "engine/engine.h"
 #include "openai/openai.h"
-#include "server/auth.h"
-#include "server/conn.h"
-#include "server/http.h"
-#include "server/metrics.h"
-#include "server/options.h"
-#include "server/record.h"
-#include "server/relay.h"
-#include "server/resume.h"
-#include "server/routes.h"
-#include "server/server.h"
-#include "server/state.h"
+#include "handlers/auth.h"
+#include "transport/conn.h"
+#include "proto/http.h"
+#include "stores/metrics.h"
+#include "handlers/options.h"
+#include "handlers/record.h"
+#include "transport/relay.h"
+#include "proto/resume.h"
+#include "handlers/routes.h"
+#include "handlers/server.h"
+#include "stores/state.h"
 #include "sim/lab.h"
 #include "sim/sim.h"
 #include "sim/vocab.h"
@@ -119,7 +119,7 @@ server_start(struct fake_server *fs)
 	srv->opt = &fs->opt;
 	srv->started_at = 1700000000;
 	srv->now = fake_now;
-	srv->stream = relay_run;
+
 	sim_backend(&fs->be);
 	fs->records.state = srv->state;
 	fs->records.metrics = srv->metrics;

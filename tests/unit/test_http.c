@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "server/http.h"
+#include "proto/http.h"
 
 #define T(s) s, sizeof(s) - 1
 

@@ -1,5 +1,5 @@
 /*
- * test_inject.c - failure injection (server/inject.h): kind names, the
+ * test_inject.c - failure injection (handlers/inject.h): kind names, the
  * --failure-injection-rate and --failure-types parsers, the
  * X-Tokstream-Failure header, the seeded draw (determinism and binomial
  * counts) and the error bodies, table-driven.
@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "server/inject.h"
+#include "handlers/inject.h"
 
 #define T(s) s, sizeof(s) - 1
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

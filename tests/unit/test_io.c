@@ -1,5 +1,5 @@
 /*
- * test_io.c - the I/O threads (server/io.c) over real sockets: streams
+ * test_io.c - the I/O threads (transport/io.c) over real sockets: streams
  * routed as tokstream-fcgi routes them, handed to the I/O threads, written
  * to one end of a unix socketpair whose other end the test reads (or does
  * not). Real threads and the real clock: an engine with its own thread,
@@ -38,14 +38,14 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "server/conn.h"
-#include "server/io.h"
-#include "server/metrics.h"
-#include "server/options.h"
-#include "server/record.h"
-#include "server/routes.h"
-#include "server/server.h"
-#include "server/state.h"
+#include "transport/conn.h"
+#include "transport/io.h"
+#include "stores/metrics.h"
+#include "handlers/options.h"
+#include "handlers/record.h"
+#include "handlers/routes.h"
+#include "handlers/server.h"
+#include "stores/state.h"
 #include "sim/sim.h"
 
 #define MS 1000000LL
@@ -496,7 +496,7 @@ setup(void **unused)
 	srv.opt = &opt;
 	srv.started_at = time(NULL);
 	srv.now = engine_now_ns;
-	srv.stream = io_stream;
+
 	sim_backend(&be);
 	records.state = srv.state;
 	records.metrics = srv.metrics;
@@ -504,7 +504,7 @@ setup(void **unused)
 	assert_int_equal(engine_create(&srv.engine, &opt.engine, &be, &hooks),
 	    TS_OK);
 	srv.backend = engine_backend(srv.engine);
-	assert_int_equal(io_start(&srv.io, &srv, 2, opt.write_stall_ms),
+	assert_int_equal(io_start(&srv.io, srv.now, 2, opt.write_stall_ms),
 	    TS_OK);
 	return 0;
 }

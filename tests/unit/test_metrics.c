@@ -1,5 +1,5 @@
 /*
- * test_metrics.c - the shared metrics file (src/server/metrics.h): bucket
+ * test_metrics.c - the shared metrics file (src/stores/metrics.h): bucket
  * boundaries (le is inclusive), cumulative rendering, _sum and _count,
  * counters and gauges, two handles and forked processes on one file, the
  * slots of dead processes, damaged files (alone: re-initialised; in use:
@@ -25,7 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/metrics.h"
+#include "stores/metrics.h"
 
 #define FILE_SIZE 7424          /* metrics.h "File format" */
 #define SLOT_OFF 1280           /* header, histograms, counters, reasons */

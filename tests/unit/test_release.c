@@ -1,7 +1,7 @@
 /*
  * test_gen_release.c - unit tests of the stop-string matcher
- * (src/engine/stop.c), the UTF-8 holdback (src/engine/utf8.c) and the
- * per-sequence detokenizer that combines them (src/engine/release.c).
+ * (src/text/stop.c), the UTF-8 holdback (src/text/utf8.c) and the
+ * per-sequence detokenizer that combines them (src/text/release.c).
  *
  * Table-driven; every case is fed at every split point into two and into
  * three pieces, and the released text must not depend on the split.
@@ -22,9 +22,9 @@
 #include "sim/vocab.h"
 #include "sim/lm.h"
 #include "common/buf.h"
-#include "engine/release.h"
-#include "engine/stop.h"
-#include "engine/utf8.h"
+#include "text/release.h"
+#include "text/stop.h"
+#include "text/utf8.h"
 
 /* A string literal as (ptr, len): may hold NUL bytes. */
 #define S(s) (s), (sizeof(s) - 1)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/resume.h"
+#include "proto/resume.h"
 
 #define T(s) s, sizeof(s) - 1
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "openai/schema_gen.h"
+#include "jsonschema/schema_gen.h"
 
 #define FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY)
 #define SEEDS 1000

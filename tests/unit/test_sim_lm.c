@@ -18,7 +18,7 @@
 
 #include "sim/vocab.h"
 #include "sim/lm.h"
-#include "engine/utf8.h"
+#include "text/utf8.h"
 
 /* A string literal as (ptr, len): may hold NUL bytes. */
 #define S(s) (s), (sizeof(s) - 1)

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "server/sse.h"
+#include "proto/sse.h"
 
 struct enc_case {
 	const char *token;

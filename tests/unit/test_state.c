@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "server/state.h"
+#include "stores/state.h"
 
 static char dir[256];
 

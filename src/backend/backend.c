@@ -1,0 +1,35 @@
+/*
+ * backend/backend.c - the sampling defaults and model lookup of
+ * backend/backend.h.
+ */
+#include "backend/backend.h"
+
+#include <string.h>
+
+void
+engine_sampling_defaults(struct engine_sampling *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->temperature = ENGINE_TEMPERATURE_DEFAULT;
+	s->top_p = ENGINE_TOP_P_DEFAULT;
+}
+
+void
+engine_sampling_greedy(struct engine_sampling *s)
+{
+	engine_sampling_defaults(s);
+	s->temperature = 0.0;
+}
+
+int
+engine_backend_model(const struct engine_backend *b, const char *name,
+    size_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->nmodels; i++)
+		if (strlen(b->models[i]) == len &&
+		    memcmp(b->models[i], name, len) == 0)
+			return (int)i;
+	return -1;
+}

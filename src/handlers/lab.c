@@ -1,0 +1,507 @@
+/*
+ * handlers/lab.c - the lab endpoints (docs/API.md "The lab endpoints"):
+ * GET /stream, one SSE event per token with resumable ids, and POST
+ * /generate, the whole answer as one JSON object. Both run the backend's
+ * lab model (sim/sim.h: the canonical lab generator) with greedy
+ * sampling and the lab's knobs: prefill_ms, tpot_ms, error_after.
+ */
+#include "handlers/lab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/conn.h"
+#include "proto/http.h"
+#include "stores/metrics.h"
+#include "transport/relay.h"
+#include "transport/reply.h"
+#include "proto/resume.h"
+#include "handlers/server.h"
+#include "proto/sse.h"
+#include "stores/state.h"
+#include "handlers/submit.h"
+
+#define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
+
+/* One lab response in flight: owned by its relay from the hand-off on. */
+struct lab_resp {
+	struct reply reply;
+	struct relay relay;
+	struct http_gen_request req;
+	struct resume_id eid;        /* /stream: the id of the next event */
+	struct ts_buf text;          /* /generate: the answer so far */
+	uint32_t text_tokens;        /* ... and its tokens */
+	uint64_t prompt_tokens;
+};
+
+static void
+lab_resp_free(struct relay *r)
+{
+	struct lab_resp *lr = r->resp;
+
+	http_gen_request_free(&lr->req);
+	ts_buf_free(&lr->text);
+	free(lr);
+}
+
+/*
+ * The error a finish other than "length" or "cancelled" reports: as an
+ * SSE error event on a stream, as the status and body of /generate.
+ * Returns 0 when the finish is not an error.
+ */
+int
+lab_finish_error(int32_t error_after, enum engine_finish f,
+    struct http_error *err)
+{
+	if (f == ENGINE_FINISH_SHUTDOWN) {
+		http_error_set(err, 503, "server_error", "shutdown",
+		    "the server is shutting down");
+		return 1;
+	}
+	if (f != ENGINE_FINISH_ERROR)
+		return 0;
+	if (error_after >= 0)
+		http_error_set(err, 500, "server_error", "injected_error",
+		    "injected error after %d tokens (error_after)",
+		    (int)error_after);
+	else
+		http_error_set(err, 500, "server_error", "generation_failed",
+		    "generation failed");
+	return 1;
+}
+
+/* ---- GET /stream -------------------------------------------------- */
+
+static enum ts_err
+stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct lab_resp *lr = r->resp;
+	char id[RESUME_ID_MAX + 1];
+	size_t idlen;
+
+	lr->eid.index = index;
+	idlen = resume_id_format(id, sizeof(id), &lr->eid);
+	if (sse_encode_id(out, id, idlen) != TS_OK ||
+	    sse_encode_token(out, text, len) != TS_OK)
+		return TS_EINVAL;
+	*event = 1;
+	return TS_OK;
+}
+
+enum ts_err
+lab_sse_keepalive(struct relay *r, struct ts_buf *out)
+{
+	(void)r;
+	return ts_buf_append(out, CONST_STR_LEN(": keep-alive\n\n"));
+}
+
+/* An error event (if any) first, then exactly one [DONE] (case C12). The
+ * "end" id tells a reconnecting client there is nothing more. After a
+ * shutdown there is: [DONE] goes without an id, so EventSource reconnects
+ * with the last token's id and the restarted server resumes the stream. */
+static enum ts_err
+stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
+    const struct engine_view *v)
+{
+	struct lab_resp *lr = r->resp;
+	struct http_error err;
+	char id[RESUME_ID_MAX + 1];
+
+	(void)v;
+	if (lab_finish_error(lr->req.error_after, f, &err) &&
+	    sse_encode_error(out, err.message, err.type, err.code) != TS_OK)
+		return TS_EINVAL;
+	if (f != ENGINE_FINISH_SHUTDOWN) {
+		lr->eid.index = RESUME_INDEX_END;
+		if (sse_encode_id(out, id, resume_id_format(id, sizeof(id),
+		    &lr->eid)) != TS_OK)
+			return TS_EINVAL;
+	}
+	return sse_encode_done(out);
+}
+
+static const struct relay_ops stream_ops = {
+	stream_token, lab_sse_keepalive, stream_end, lab_resp_free, 1, NULL
+};
+
+/*
+ * Decides where a GET /stream starts (docs/API.md "Resuming a stream"):
+ * from the Last-Event-ID header (EventSource sends it when it reconnects)
+ * or, without one, the last_event_id parameter. Returns 0 to stream from
+ * *start, 204 when the stream had already ended (nothing is generated
+ * again), or 400 with *err filled for an id that is malformed, belongs to
+ * other parameters, or names a token this request could never send.
+ * *from is the stream resumed, when the state file confirms it (a stream
+ * with the same key); 0 otherwise. An id another instance sent (a stream
+ * cut when its backend died, resumed here: docs/OPERATIONS.md "Several
+ * hosts") cannot be checked here: *from is its stream and *from_inst its
+ * instance (else 0), the link that instance's record answers at a front.
+ */
+static int
+stream_start(struct server *srv, struct conn *c,
+    const struct http_gen_request *r, uint64_t key, uint32_t *start,
+    uint64_t *from, uint64_t *from_inst, struct http_error *err)
+{
+	const char *hdr = c->ops->param(c, "HTTP_LAST_EVENT_ID");
+	const char *s = hdr;
+	size_t len = hdr ? strlen(hdr) : 0;
+	uint64_t last;
+	struct resume_id id;
+	struct state_record rec;
+	const char *why;
+
+	*start = 0;
+	*from = 0;
+	*from_inst = 0;
+	/* The header wins: EventSource keeps a URL's last_event_id and
+	 * sends the newer id in the header on every reconnect. */
+	if (len == 0 && r->last_event_id != NULL) {
+		s = r->last_event_id;
+		len = r->last_event_id_len;
+	}
+	if (len == 0)
+		return 0;       /* an empty Last-Event-ID resumes nothing */
+	if (resume_id_parse(s, len, &id, &why) != TS_OK) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_last_event_id", "the last event id is not a "
+		    "tokstream event id: %s", why);
+		return 400;
+	}
+	if (id.key != key) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "foreign_last_event_id", "the last event id belongs to a "
+		    "stream with other parameters (prompt, max_tokens or "
+		    "error_after); resume with the same request");
+		return 400;
+	}
+	if (id.index == RESUME_INDEX_END)
+		return 204;
+	/* The last index this request can send: max_tokens - 1, or the
+	 * one before an injected error. */
+	last = r->max_tokens == 0 ? 0 : r->max_tokens - 1u;
+	if (r->error_after >= 0 && (uint64_t)r->error_after <= last)
+		last = r->error_after == 0 ? 0 : (uint64_t)r->error_after - 1;
+	if (r->max_tokens == 0 || r->error_after == 0 || id.index > last) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_last_event_id", "the last event id names token "
+		    "%llu, which this request never sends",
+		    (unsigned long long)id.index);
+		return 400;
+	}
+	if (id.index + 1 >= r->max_tokens)
+		return 204;
+	*start = (uint32_t)(id.index + 1);
+	if (id.instance != srv->opt->instance) {
+		if (id.instance != 0) {      /* an unnamed server's: no link */
+			*from = id.stream;
+			*from_inst = id.instance;
+		}
+		return 0;
+	}
+	if (state_lookup(srv->state, id.stream, &rec) == TS_OK &&
+	    rec.kind == STATE_KIND_STREAM && rec.key == key)
+		*from = id.stream;
+	return 0;
+}
+
+/*
+ * Fills the engine request shared by /stream and /generate: the lab
+ * model, greedy sampling. A resumed stream (start > 0) pays prefill over
+ * the prompt plus the tokens already sent, as a real engine recomputes
+ * their KV cache. Returns 0, or the status with *err filled.
+ */
+static int
+lab_request(struct server *srv, struct engine_request *job,
+    struct submit_record *rec, const struct http_gen_request *r,
+    int64_t t0, uint32_t start, struct http_error *err)
+{
+	memset(job, 0, sizeof(*job));
+	job->prompt = r->prompt;
+	job->prompt_len = r->prompt_len;
+	job->model = srv->backend->lab_model;
+	engine_sampling_greedy(&job->sampling);
+	job->max_tokens = r->max_tokens;
+	job->start_index = start;
+	job->tpot_ms = r->tpot_ms >= 0 ? (double)r->tpot_ms : -1.0;
+	job->error_after = r->error_after;
+	job->t0_ns = t0;
+	if (submit_count_prompt(srv, job, start, err))
+		return err->status;
+	job->prefill_ms = r->prefill_ms >= 0 ? (double)r->prefill_ms :
+	    engine_prefill_ms(&srv->opt->engine.lat,
+	    job->prompt_tokens + start);
+	rec->resume_index = start;
+	return 0;
+}
+
+/* GET /stream: SSE, a retry line, one event per token with its id, then
+ * [DONE] with the "end" id (docs/API.md). Once the 200 is sent an error
+ * can only be an SSE error event, then [DONE]. */
+void
+lab_stream(struct server *srv, struct reply *rp)
+{
+	struct relay_env env;
+	struct conn *c = rp->conn;
+	struct lab_resp *lr = xcalloc(1, sizeof(*lr));
+	struct http_error err;
+	struct engine_request job;
+	struct submit_record rec = { STATE_KIND_STREAM, 0, 0, 0, 0 };
+	struct engine_seq *s = NULL;
+	const char *qs = conn_param(c, "QUERY_STRING");
+	struct ts_buf b;
+	uint32_t start;
+	uint64_t from, from_inst;
+	int rc;
+
+	lr->reply = *rp;
+	ts_buf_init(&lr->text, 0);
+	ts_buf_init(&b, 4096);
+	if (http_parse_query(qs, strlen(qs), &lr->req, &err) != TS_OK) {
+		reply_error(rp, &err, NULL, 0);
+		goto fail;
+	}
+	lr->eid.key = resume_key(lr->req.prompt, lr->req.prompt_len,
+	    lr->req.max_tokens, lr->req.error_after);
+	lr->eid.instance = srv->opt->instance;
+	rc = stream_start(srv, c, &lr->req, lr->eid.key, &start, &from,
+	    &from_inst, &err);
+	if (rc == 400) {
+		reply_error(rp, &err, NULL, 0);
+		goto fail;
+	}
+	if (rc == 204) {
+		/* EventSource stops reconnecting on 204 (WHATWG 9.2.3). */
+		reply_head(rp, 204, NULL, 0, NULL);
+		goto fail;
+	}
+	if (lab_request(srv, &job, &rec, &lr->req, rp->t0, start, &err)) {
+		reply_error(rp, &err, NULL, 0);
+		goto fail;
+	}
+	if (c->head_only) {
+		/* HEAD: the head a GET would get, and no generation (no id:
+		 * there is no request to find). */
+		reply_head(rp, 200, SSE_CONTENT_TYPE, 0, "Cache-Control: "
+		    "no-cache\r\nX-Accel-Buffering: no\r\n");
+		goto fail;
+	}
+	rec.resumed_from = from;
+	rec.from_instance = from_inst;
+	rec.key = lr->eid.key;
+	if (submit(srv, &job, &rec, c, &s, &err) != TS_OK) {
+		reply_error(rp, &err, "Retry-After: 1\r\n", 0);
+		goto fail;
+	}
+	lr->eid.stream = engine_seq_id(s);
+	lr->prompt_tokens = job.prompt_tokens;
+	if (reply_head_buf(&lr->reply, &b, 200, SSE_CONTENT_TYPE,
+	    lr->eid.stream, "Cache-Control: no-cache\r\n"
+	    "X-Accel-Buffering: no\r\n") != TS_OK ||
+	    sse_encode_retry(&b, srv->opt->retry_ms) != TS_OK ||
+	    conn_write(c, b.p, b.len) != TS_OK) {
+		engine_cancel(srv->engine, s, srv->now(),
+		    ENGINE_CAUSE_CLIENT_GONE);
+		engine_release(srv->engine, s);
+		goto fail;
+	}
+	ts_buf_free(&b);
+	env = server_relay_env(srv);
+	relay_init(&lr->relay, &env, &lr->reply, s, start, NULL, NULL, 0,
+	    &stream_ops, lr);
+	server_stream(srv, c, &lr->relay);
+	return;
+fail:
+	ts_buf_free(&b);
+	http_gen_request_free(&lr->req);
+	ts_buf_free(&lr->text);
+	free(lr);
+}
+
+/* ---- POST /generate --------------------------------------------------- */
+
+enum ts_err
+lab_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct lab_resp *lr = r->resp;
+
+	(void)out;
+	(void)index;
+	(void)event;
+	if (ts_buf_append(&lr->text, text, len) != TS_OK)
+		return TS_ELIMIT;
+	lr->text_tokens++;
+	return TS_OK;
+}
+
+/*
+ * The keep-alive of an answer that is one JSON object. lighttpd notices a
+ * client that left only when it writes to it (docs/RELIABILITY.md "How a
+ * client that leaves is noticed"), and a JSON answer writes nothing until
+ * it is complete. So an answer that takes longer than one keep-alive
+ * interval commits to 200 (with X-Request-Id) and then sends a newline per
+ * interval: whitespace a JSON parser skips before the value (RFC 8259
+ * section 2), as S3's CompleteMultipartUpload does. An error after that
+ * point arrives as the {"error":...} body of the 200. A 1xx interim
+ * response would keep the status but Python's http.client takes any 1xx but
+ * 100 as the final response, so it is not used.
+ */
+enum ts_err
+lab_json_keepalive(struct relay *r, struct ts_buf *out)
+{
+	if (reply_head_buf(r->reply, out, 200, "application/json",
+	    engine_seq_id(r->seq), NULL) != TS_OK)
+		return TS_ELIMIT;
+	return ts_buf_append(out, "\n", 1);
+}
+
+/* Appends a whole error answer (or, after a committed 200, its body). */
+enum ts_err
+lab_json_error(struct relay *r, struct ts_buf *out,
+    const struct http_error *err, int openai)
+{
+	if (reply_head_buf(r->reply, out, err->status, "application/json",
+	    engine_seq_id(r->seq), NULL) != TS_OK ||
+	    (openai ? http_error_json_openai(err, out) :
+	    http_error_json(err, out)) != TS_OK)
+		return TS_EINVAL;
+	return ts_buf_append(out, "\n", 1);
+}
+
+static enum ts_err
+generate_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
+    const struct engine_view *v)
+{
+	struct lab_resp *lr = r->resp;
+	struct http_error err;
+	json_t *obj;
+	char *s;
+	enum ts_err rc;
+
+	(void)v;
+	if (lab_finish_error(lr->req.error_after, f, &err))
+		return lab_json_error(r, out, &err, 0);
+	obj = json_pack("{s:s%,s:{s:I,s:I}}", "text",
+	    lr->text.p ? lr->text.p : "", lr->text.len, "usage",
+	    "prompt_tokens", (json_int_t)lr->prompt_tokens,
+	    "completion_tokens", (json_int_t)lr->text_tokens);
+	s = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+	json_decref(obj);
+	if (s == NULL) {
+		http_error_set(&err, 500, "server_error", "encode_failed",
+		    "the response could not be encoded");
+		return lab_json_error(r, out, &err, 0);
+	}
+	rc = reply_head_buf(r->reply, out, 200, "application/json",
+	    engine_seq_id(r->seq), NULL);
+	if (rc == TS_OK)
+		rc = ts_buf_append(out, s, strlen(s));
+	if (rc == TS_OK)
+		rc = ts_buf_append(out, "\n", 1);
+	free(s);
+	return rc;
+}
+
+static const struct relay_ops generate_ops = {
+	lab_collect_token, lab_json_keepalive, generate_end, lab_resp_free, 0,
+	NULL
+};
+
+/*
+ * Reads the POST body: CONTENT_LENGTH bytes, which may span many FastCGI
+ * records (case C05). Over the limit: 413, after draining what was sent so
+ * lighttpd can deliver the answer.
+ */
+enum ts_err
+lab_read_body(struct conn *c, struct ts_buf *body, struct http_error *err)
+{
+	const char *cl = conn_param(c, "CONTENT_LENGTH");
+	char chunk[16384];
+	unsigned long long want = 0;
+	size_t got;
+	char *end;
+
+	if (*cl != '\0') {
+		errno = 0;
+		want = strtoull(cl, &end, 10);
+		if (errno != 0 || *end != '\0' || *cl == '-') {
+			http_error_set(err, 400, "invalid_request_error",
+			    "invalid_content_length",
+			    "Content-Length is not a number");
+			return TS_EINVAL;
+		}
+	}
+	if (want > HTTP_MAX_BODY_BYTES) {
+		unsigned long long left = want;
+
+		while (left > 0 && c->ops->read(c, chunk, sizeof(chunk),
+		    &got) == TS_OK && got > 0)
+			left -= got < left ? got : left;
+		http_error_set(err, 413, "invalid_request_error",
+		    "body_too_large", "the body is %llu bytes; the limit is "
+		    "%u bytes", want, HTTP_MAX_BODY_BYTES);
+		return TS_ELIMIT;
+	}
+	while (body->len < want) {
+		size_t room = want - body->len;
+
+		if (c->ops->read(c, chunk, room < sizeof(chunk) ? room :
+		    sizeof(chunk), &got) != TS_OK || got == 0)
+			break;
+		ts_buf_append(body, chunk, got);
+	}
+	if (body->len < want) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "incomplete_body", "the body ended after %zu of the %llu "
+		    "bytes that Content-Length announced", body->len, want);
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* POST /generate: the whole answer as one JSON object. */
+void
+lab_generate(struct server *srv, struct reply *rp)
+{
+	struct relay_env env;
+	struct conn *c = rp->conn;
+	struct lab_resp *lr = xcalloc(1, sizeof(*lr));
+	struct http_error err;
+	struct engine_request job;
+	struct submit_record rec = { STATE_KIND_GENERATE, 0, 0, 0, 0 };
+	struct engine_seq *s = NULL;
+	struct ts_buf body;
+
+	lr->reply = *rp;
+	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
+	ts_buf_init(&lr->text, (size_t)HTTP_MAX_TOKENS_CAP *
+	    srv->backend->max_token_bytes);
+	if (lab_read_body(c, &body, &err) != TS_OK ||
+	    http_parse_json(body.p ? body.p : "", body.len, &lr->req, &err) !=
+	    TS_OK) {
+		reply_error(rp, &err, NULL, 0);
+		goto fail;
+	}
+	ts_buf_free(&body);
+	if (lab_request(srv, &job, &rec, &lr->req, rp->t0, 0, &err)) {
+		reply_error(rp, &err, NULL, 0);
+		goto fail;
+	}
+	if (submit(srv, &job, &rec, c, &s, &err) != TS_OK) {
+		reply_error(rp, &err, "Retry-After: 1\r\n", 0);
+		goto fail;
+	}
+	lr->prompt_tokens = job.prompt_tokens;
+	env = server_relay_env(srv);
+	relay_init(&lr->relay, &env, &lr->reply, s, 0, NULL, NULL, 0,
+	    &generate_ops, lr);
+	server_stream(srv, c, &lr->relay);
+	return;
+fail:
+	ts_buf_free(&body);
+	http_gen_request_free(&lr->req);
+	ts_buf_free(&lr->text);
+	free(lr);
+}

@@ -1,0 +1,77 @@
+/*
+ * handlers/options.h - tokstream-fcgi's settings from its command line
+ * (docs/OPERATIONS.md "Responder options"): the engine's (slots, queue,
+ * latency model) and the server's own (socket, state directory, SSE
+ * keep-alive and retry, CORS, the backend and its files).
+ */
+#ifndef TS_HANDLERS_OPTIONS_H
+#define TS_HANDLERS_OPTIONS_H
+
+#include <stdio.h>
+
+#include "engine/engine.h"
+#include "handlers/inject.h"
+
+#define OPTIONS_DEFAULT_STATE_DIR "/run/tokstream"
+#define OPTIONS_DEFAULT_RETRY_MS 1000
+#define OPTIONS_DEFAULT_KEEPALIVE_MS 1000.0
+#define OPTIONS_DEFAULT_WRITE_STALL_MS 30000.0
+
+/* --served-model-name takes up to this many names. */
+#define OPTIONS_MAX_SERVED_MODELS 16
+
+struct options {
+	int io_threads;              /* 0: one per online CPU */
+	int threads_given;           /* the deprecated --threads was given:
+				      * main warns once the log is open */
+	double write_stall_ms;       /* a stream whose client has taken no
+				      * byte this long is cancelled; 0 =
+				      * never */
+	const char *state_dir;
+	const char *socket_path;     /* NULL: listen on fd 0 (spawn-fcgi) */
+	const char *log_path;        /* NULL: stderr as inherited */
+	int backlog;
+	struct engine_config engine; /* latency model, slots, queue */
+	double keepalive_ms;         /* SSE comment interval while silent;
+				      * 0 = none */
+	unsigned long retry_ms;      /* SSE retry: sent at stream start */
+	const char *cors_origin;     /* Access-Control-Allow-Origin; "" = off */
+	/* --served-model-name: the names the /v1 endpoints answer to, the
+	 * first one in every response's "model" (as vLLM); none given: the
+	 * backend's model name */
+	const char *served_models[OPTIONS_MAX_SERVED_MODELS];
+	int n_served_models;
+	/* --api-key / --api-key-file: the key every /v1 request must send
+	 * as "Authorization: Bearer KEY"; NULL: no key (the default) */
+	const char *api_key;
+	const char *backend;         /* "sim" or "llama" */
+	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
+	const char *tokenizer_path;  /* llama2.c tokenizer.bin */
+	int model_threads;           /* compute threads, 0 = online CPUs */
+	int model_context;           /* positions per sequence, 0 = model's */
+	int echo;                    /* --mode echo: answers repeat the last
+				      * user message (llm-d-inference-sim's
+				      * echo mode); 0: --mode random */
+	struct inject_config inject; /* --failure-*: failure injection */
+	/* --instance NAME: this backend's name among several hosts, the
+	 * prefix of every request id ("b1-42"; docs/OPERATIONS.md "Several
+	 * hosts"); packed as resume.h's instance names, 0 = none */
+	uint64_t instance;
+	const char *instance_name;   /* NULL when unnamed */
+	char id_prefix[16];          /* "NAME-", or "" when unnamed */
+};
+
+/* Fills *o from argv (the defaults first); on a bad option prints one
+ * line and exits with status 2; on --help or --version prints and exits
+ * with status 0. */
+void options_parse(struct options *o, int argc, char **argv);
+
+struct backend_args;
+
+/* The backend's share of the options (backends.h). */
+void options_backend_args(const struct options *o, struct backend_args *a);
+
+/* The usage text. */
+void options_usage(FILE *f);
+
+#endif /* TS_HANDLERS_OPTIONS_H */

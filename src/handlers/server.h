@@ -1,0 +1,61 @@
+/*
+ * handlers/server.h - what every handler of one responder process shares:
+ * its options, the engine and its backend, the state file, the metrics,
+ * the I/O threads and the clock. server/main.c fills one; the unit tests
+ * fill their own, with a manual engine and a synthetic clock.
+ */
+#ifndef TS_HANDLERS_SERVER_H
+#define TS_HANDLERS_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "handlers/options.h"
+#include "transport/relay.h"
+
+struct conn;
+struct engine;
+struct io;
+struct engine_backend;
+struct metrics;
+struct relay;
+struct state;
+
+struct server {
+	const struct options *opt;
+	struct engine *engine;
+	const struct engine_backend *backend;  /* the engine's */
+	struct state *state;          /* never NULL (memory fallback) */
+	struct metrics *metrics;      /* NULL: every metrics_* is a no-op */
+	struct io *io;                /* the I/O threads; NULL: streams are
+				       * relayed on the caller's thread
+				       * (relay_run: the unit tests) */
+	time_t started_at;            /* /v1/models "created" */
+	atomic_int stopping;          /* SIGTERM: new requests get 503 */
+	_Atomic uint64_t v1_requests; /* /v1 requests drawn for failure
+				       * injection (inject_decide's n) */
+	/* CLOCK_MONOTONIC now, in ns (engine_now_ns, or a test's clock) */
+	int64_t (*now)(void);
+};
+
+/* What a relay of this server needs (transport/relay.h): its engine,
+ * backend, metrics, clock and --keepalive-ms. */
+struct relay_env server_relay_env(const struct server *srv);
+
+/* Runs the rest of a streamed response (transport/relay.h): hands it to
+ * an I/O thread (io_stream) and returns at once, or, with no I/O threads,
+ * relays it on this thread until it is complete (relay_run). */
+void server_stream(struct server *srv, struct conn *c, struct relay *r);
+
+/* The model name the OpenAI endpoints answer to: --served-model-name, or
+ * the backend's default model ("tokstream-sim", the checkpoint's file). */
+const char *server_model_name(const struct server *srv);
+
+/* All the names the OpenAI endpoints answer to (--served-model-name's,
+ * or the backend's default one): sets *names (borrowed for the server's
+ * life) and returns how many, >= 1. */
+size_t server_model_names(const struct server *srv,
+    const char *const **names);
+
+#endif /* TS_HANDLERS_SERVER_H */

@@ -1,0 +1,965 @@
+/*
+ * handlers/v1.c - the OpenAI-compatible endpoints (docs/API.md "OpenAI
+ * API"): POST /v1/completions and /v1/chat/completions, streamed as
+ * text_completion / chat.completion.chunk SSE events or answered as one
+ * object, and GET /v1/models. Parsing and encoding are src/openai/'s; this
+ * file runs the request through the engine with its sampling and stop
+ * strings.
+ */
+#include "handlers/v1.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "openai/chat.h"
+#include "openai/encode.h"
+#include "common/rng.h"
+#include "openai/parse.h"
+#include "openai/plan.h"
+#include "openai/responses.h"
+#include "handlers/inject.h"
+#include "stores/metrics.h"
+#include "transport/conn.h"
+#include "handlers/lab.h"
+#include "transport/relay.h"
+#include "transport/reply.h"
+#include "handlers/server.h"
+#include "proto/sse.h"
+#include "handlers/submit.h"
+
+/* Every stop string the API takes reaches the engine. */
+_Static_assert(OPENAI_MAX_STOP <= STOP_MAX, "more stop strings than the "
+    "engine matches");
+
+_Static_assert(OPENAI_MAX_N <= RELAY_MAX_CHOICES, "a relay carries every "
+    "choice");
+_Static_assert(INJECT_NKINDS - 1 == METRICS_INJECTED_KINDS, "a metrics "
+    "counter for every failure kind");
+
+/* One choice of a /v1 response (the OpenAI API's n). */
+struct v1_choice {
+	struct engine_seq *seq;
+	struct openai_plan plan;      /* tool calls, a JSON guide, an echo */
+	struct ts_buf text;           /* the answer so far: not streamed, or
+				       * a /v1/responses stream (its done
+				       * events repeat the text) */
+	size_t released;              /* bytes of the answer released */
+	size_t opened;                /* tool calls whose head went out */
+	size_t closed;                /* ... and whose done events did
+				       * (/v1/responses) */
+	uint32_t lp_next;             /* first token whose logprobs are
+				       * unsent */
+	size_t lp_off;                /* its offset in the text, bytes */
+	int role_sent;                /* its first delta went out */
+	uint32_t lp_upto;             /* tokens whose text was released (the
+				       * whole answer's logprobs) */
+};
+
+/* What an injected failure keeps from the client (inject.h). */
+enum v1_silent {
+	V1_SPEAKS = 0,          /* everything is sent */
+	V1_SILENT_ALL = 1,      /* timeout: not a byte */
+	V1_SILENT_END = 2       /* midstream_cut: no end after the tokens */
+};
+
+/* One /v1 response in flight: owned by its relay from the hand-off on. */
+struct v1_resp {
+	struct reply reply;
+	struct relay relay;
+	struct openai_request req;
+	struct openai_meta meta;
+	struct openai_stream stream;  /* stream: the chunks' state */
+	struct openai_resp_meta rmeta; /* /v1/responses: what it echoes */
+	struct openai_resp_stream rstream; /* ... and its events' state */
+	struct openai_usage usage;
+	struct v1_choice *ch;         /* n of them */
+	uint32_t n;
+	int32_t error_after;
+	enum v1_silent silent;        /* an injected timeout or cut */
+	int injected;                 /* a mid-stream failure to count if it
+				       * fires (enum inject_kind), or 0 */
+};
+
+/* Counts an injected mid-stream failure that ended the response. */
+static void
+v1_fired(struct relay *r, enum engine_finish f)
+{
+	struct v1_resp *vr = r->resp;
+
+	if (vr->injected != 0 && f == ENGINE_FINISH_ERROR)
+		metrics_injected(r->env.metrics, vr->injected);
+	vr->injected = 0;
+}
+
+static void
+v1_resp_free(struct relay *r)
+{
+	struct v1_resp *vr = r->resp;
+	uint32_t i;
+
+	openai_request_free(&vr->req);
+	for (i = 0; i < vr->n; i++) {
+		openai_plan_free(&vr->ch[i].plan);
+		ts_buf_free(&vr->ch[i].text);
+	}
+	free(vr->ch);
+	free(vr);
+}
+
+/* The choice r's encoder is called for (relay.h r->choice). */
+static struct v1_choice *
+v1_cur(struct relay *r)
+{
+	struct v1_resp *vr = r->resp;
+
+	return &vr->ch[r->choice < vr->n ? r->choice : 0];
+}
+
+/* Points the stream's state at choice i (its index, its role flag); call
+ * v1_leave after encoding. */
+static void
+v1_enter(struct v1_resp *vr, uint32_t i)
+{
+	vr->stream.index = i;
+	vr->stream.role_sent = vr->ch[i].role_sent;
+}
+
+static void
+v1_leave(struct v1_resp *vr, uint32_t i)
+{
+	vr->ch[i].role_sent = vr->stream.role_sent;
+}
+
+/* OpenAI's finish_reason of an engine finish (length or stop). */
+static enum openai_finish
+v1_finish(enum engine_finish f)
+{
+	return f == ENGINE_FINISH_LENGTH ? OPENAI_FINISH_LENGTH :
+	    OPENAI_FINISH_STOP;
+}
+
+/* How a choice ends: tool_calls when it is a tool-call answer that
+ * stopped (every planned call complete). */
+static enum openai_finish
+v1_finish_of(const struct v1_choice *ch, enum engine_finish f)
+{
+	if (f == ENGINE_FINISH_LENGTH)
+		return OPENAI_FINISH_LENGTH;
+	return ch->plan.ncalls > 0 ? OPENAI_FINISH_TOOL_CALLS :
+	    OPENAI_FINISH_STOP;
+}
+
+/*
+ * The logprobs of choice ch's tokens [lp_next, upto) (engine_view.lp) as
+ * its "logprobs" object, or NULL when the request asked for none.
+ */
+static json_t *
+v1_logprobs(struct relay *r, struct v1_choice *ch, uint32_t upto)
+{
+	struct v1_resp *vr = r->resp;
+	const struct engine_backend *be = r->env.backend;
+	struct openai_lp_token *t;
+	struct openai_lp_entry *top;
+	struct engine_view v;
+	uint32_t i, j, n, k;
+	json_t *o;
+
+	if (!vr->req.logprobs)
+		return NULL;
+	engine_seq_view(ch->seq, &v);
+	if (upto > v.produced)
+		upto = v.produced;
+	if (v.lp == NULL || upto < ch->lp_next)
+		upto = ch->lp_next;
+	n = upto - ch->lp_next;
+	k = v.lp_stride > 0 ? v.lp_stride - 1 : 0;
+	t = xcalloc(n + 1, sizeof(*t));
+	top = xcalloc((size_t)n * k + 1, sizeof(*top));
+	for (i = 0; i < n; i++) {
+		const struct engine_logprob *e = v.lp + (size_t)(ch->lp_next +
+		    i) * v.lp_stride;
+
+		t[i].tok.text = be->token_text(be->impl, e[0].id,
+		    &t[i].tok.len);
+		if (t[i].tok.text == NULL) {
+			t[i].tok.text = "";
+			t[i].tok.len = 0;
+		}
+		t[i].tok.logprob = e[0].logprob;
+		t[i].top = top + (size_t)i * k;
+		t[i].ntop = k;
+		for (j = 0; j < k; j++) {
+			struct openai_lp_entry *x = &top[(size_t)i * k + j];
+
+			x->text = be->token_text(be->impl, e[1 + j].id,
+			    &x->len);
+			if (x->text == NULL) {
+				x->text = "";
+				x->len = 0;
+			}
+			x->logprob = e[1 + j].logprob;
+		}
+		t[i].text_offset = ch->lp_off;
+		ch->lp_off += t[i].tok.len;
+	}
+	o = openai_logprobs_json(vr->meta.kind, t, n);
+	ch->lp_next = upto;
+	free(t);
+	free(top);
+	return o;
+}
+
+/* A choice's tool calls so far (the released part of each), for the
+ * whole answer: calls cut before their first byte are left out. */
+static size_t
+v1_calls(const struct v1_resp *vr, const struct v1_choice *ch,
+    struct openai_tool_call *out)
+{
+	size_t n = openai_plan_calls(&ch->plan, &vr->req, out), i, m = 0;
+	size_t have = ch->text.len;
+
+	for (i = 0; i < n; i++) {
+		size_t off = ch->plan.calls[i].off;
+
+		if (off >= have && ch->plan.calls[i].len > 0)
+			break;
+		out[m] = out[i];
+		out[m].args = ch->text.p + off;
+		out[m].args_len = have - off < out[i].args_len ? have - off :
+		    out[i].args_len;
+		m++;
+	}
+	return m;
+}
+
+/* Where the released bytes [at, at + len) of a tool-call answer's guide
+ * meet call c's span: its first byte's offset in *lo, and how many bytes
+ * (0: none). */
+static size_t
+v1_call_span(const struct openai_plan_call *c, size_t at, size_t len,
+    size_t *lo)
+{
+	size_t hi = at + len < c->off + c->len ? at + len : c->off + c->len;
+
+	*lo = at > c->off ? at : c->off;
+	return *lo < hi ? hi - *lo : 0;
+}
+
+/* A tool-call answer's released text (text, len), the bytes from
+ * ch->released on of the plan's guide: each call's head once, then
+ * fragments of its arguments, in order. lp is taken. */
+static enum ts_err
+v1_tool_token(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out,
+    const char *text, size_t len, json_t *lp)
+{
+	size_t at = ch->released, i;
+	enum ts_err rc = TS_OK;
+
+	ch->released += len;
+	for (i = 0; i < ch->plan.ncalls && rc == TS_OK; i++) {
+		const struct openai_plan_call *c = &ch->plan.calls[i];
+		const char *id = NULL;
+		size_t lo, n = v1_call_span(c, at, len, &lo);
+
+		if (n == 0)
+			continue;
+		if (i >= ch->opened) {
+			id = c->id;
+			ch->opened = i + 1;
+		}
+		rc = openai_encode_tool_delta(out, &vr->stream, (uint32_t)i,
+		    id, vr->req.tools[c->tool].name, text + (lo - at), n, lp);
+		lp = NULL;
+	}
+	json_decref(lp);
+	return rc;
+}
+
+/* A /v1 stream's token: one chunk (tool_calls deltas for a tool-call
+ * answer, with the token's logprobs when asked); an empty released text
+ * (held back for a stop string or an incomplete character) sends
+ * nothing. */
+static enum ts_err
+v1_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct v1_resp *vr = r->resp;
+	struct v1_choice *ch = v1_cur(r);
+	enum ts_err rc;
+	json_t *lp;
+
+	if (len == 0 || vr->silent == V1_SILENT_ALL)
+		return TS_OK;
+	lp = v1_logprobs(r, ch, index + 1);
+	v1_enter(vr, r->choice);
+	if (ch->plan.ncalls > 0)
+		rc = v1_tool_token(vr, ch, out, text, len, lp);
+	else
+		rc = openai_encode_chunk_lp(out, &vr->stream, text, len, lp);
+	v1_leave(vr, r->choice);
+	if (rc != TS_OK)
+		return TS_EINVAL;
+	*event = 1;
+	return TS_OK;
+}
+
+/* The usage of the whole response: prompt tokens once, every choice's
+ * generated tokens (EOS and the token that completed a stop string
+ * included). */
+static void
+v1_usage(struct v1_resp *vr, const struct engine_view *v0)
+{
+	struct engine_view v;
+	uint32_t i;
+
+	vr->usage.completion_tokens = v0->generated;
+	vr->usage.cached_tokens = v0->cached_tokens;
+	for (i = 1; i < vr->n; i++) {
+		engine_seq_view(vr->ch[i].seq, &v);
+		vr->usage.completion_tokens += v.generated;
+	}
+}
+
+/* A choice of several that finished: its finish chunk. */
+static enum ts_err
+v1_stream_choice_end(struct relay *r, struct ts_buf *out, uint32_t choice,
+    enum engine_finish f, const struct engine_view *v)
+{
+	struct v1_resp *vr = r->resp;
+	enum ts_err rc;
+
+	(void)v;
+	if (vr->silent != V1_SPEAKS || f == ENGINE_FINISH_ERROR ||
+	    f == ENGINE_FINISH_SHUTDOWN)
+		return TS_OK;   /* the stream's end says it */
+	v1_enter(vr, choice);
+	rc = openai_encode_finish(out, &vr->stream, v1_finish_of(
+	    &vr->ch[choice], f));
+	v1_leave(vr, choice);
+	return rc;
+}
+
+/* The end of a /v1 stream: the last choice's finish chunk, the usage
+ * chunk, [DONE]; or the error event. */
+static enum ts_err
+v1_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
+    const struct engine_view *v)
+{
+	struct v1_resp *vr = r->resp;
+	struct http_error err;
+	size_t mark = out->len;
+	enum ts_err rc;
+
+	v1_usage(vr, v);
+	v1_fired(r, f);
+	if (vr->silent != V1_SPEAKS)
+		return TS_OK;   /* an injected cut: no finish, no [DONE] */
+	if (lab_finish_error(vr->error_after, f, &err)) {
+		http_error_set_param(&err, "%s", "");
+		return openai_encode_stream_error(out, &err);
+	}
+	if (vr->n == 1)
+		return openai_encode_end(out, &vr->stream,
+		    v1_finish_of(&vr->ch[0], f), &vr->usage);
+	/* n > 1: each choice's finish chunk went out as it ended
+	 * (v1_stream_choice_end) */
+	rc = openai_encode_usage(out, &vr->stream, &vr->usage);
+	if (rc == TS_OK)
+		rc = sse_encode_done(out);
+	if (rc != TS_OK)
+		out->len = mark;
+	return rc;
+}
+
+static const struct relay_ops v1_stream_ops = {
+	v1_stream_token, lab_sse_keepalive, v1_stream_end, v1_resp_free, 1,
+	v1_stream_choice_end
+};
+
+/* The done events of every call opened and not yet closed (the released
+ * part of its arguments), finish f. */
+static enum ts_err
+v1_resp_close_calls(struct v1_resp *vr, struct v1_choice *ch,
+    struct ts_buf *out, size_t upto, enum openai_finish f)
+{
+	struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
+	size_t n = v1_calls(vr, ch, calls);
+
+	for (; ch->closed < upto && ch->closed < n; ch->closed++)
+		if (openai_resp_encode_call_done(out, &vr->rstream,
+		    (uint32_t)ch->closed, &calls[ch->closed], f) != TS_OK)
+			return TS_EINVAL;
+	return TS_OK;
+}
+
+/* A /v1/responses tool-call answer's released text: each call's
+ * output_item.added when its first byte comes (the one before it done
+ * then), then its arguments' delta events. ch->text already holds it. */
+static enum ts_err
+v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
+    struct ts_buf *out, const char *text, size_t len)
+{
+	struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
+	size_t at = ch->released, i;
+
+	ch->released += len;
+	(void)openai_plan_calls(&ch->plan, &vr->req, calls);
+	for (i = 0; i < ch->plan.ncalls; i++) {
+		size_t lo, n = v1_call_span(&ch->plan.calls[i], at, len, &lo);
+
+		if (n == 0)
+			continue;
+		if (i >= ch->opened) {
+			if (v1_resp_close_calls(vr, ch, out, i,
+			    OPENAI_FINISH_STOP) != TS_OK ||
+			    openai_resp_encode_call_added(out, &vr->rstream,
+			    (uint32_t)i, &calls[i]) != TS_OK)
+				return TS_EINVAL;
+			ch->opened = i + 1;
+		}
+		if (openai_resp_encode_call_delta(out, &vr->rstream,
+		    (uint32_t)i, text + (lo - at), n) != TS_OK)
+			return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* A /v1/responses stream's token: one response.output_text.delta. */
+static enum ts_err
+v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct v1_resp *vr = r->resp;
+	struct v1_choice *ch = v1_cur(r);
+
+	(void)index;
+	if (len == 0 || vr->silent == V1_SILENT_ALL)
+		return TS_OK;
+	if (ts_buf_append(&ch->text, text, len) != TS_OK)
+		return TS_EINVAL;
+	if (ch->plan.ncalls > 0) {
+		if (v1_resp_call_token(vr, ch, out, text, len) != TS_OK)
+			return TS_EINVAL;
+	} else if (openai_resp_encode_delta(out, &vr->rstream, text, len) !=
+	    TS_OK) {
+		return TS_EINVAL;
+	}
+	*event = 1;
+	return TS_OK;
+}
+
+/* ... and its end: the done events and response.completed (or
+ * .incomplete), or an error event. */
+static enum ts_err
+v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
+    const struct engine_view *v)
+{
+	struct v1_resp *vr = r->resp;
+	struct ts_buf *t = &vr->ch[0].text;
+	struct http_error err;
+
+	v1_usage(vr, v);
+	v1_fired(r, f);
+	if (vr->silent != V1_SPEAKS)
+		return TS_OK;
+	if (lab_finish_error(vr->error_after, f, &err)) {
+		http_error_set_param(&err, "%s", "");
+		return openai_resp_encode_error(out, &vr->rstream, &err,
+		    t->p ? t->p : "", t->len, &vr->usage);
+	}
+	if (vr->ch[0].plan.ncalls > 0) {
+		struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
+		size_t n = v1_calls(vr, &vr->ch[0], calls), mark = out->len;
+
+		if (v1_resp_close_calls(vr, &vr->ch[0], out, n, v1_finish(f)) !=
+		    TS_OK || openai_resp_encode_end_calls(out, &vr->rstream,
+		    calls, n, v1_finish(f), &vr->usage) != TS_OK) {
+			out->len = mark;
+			return TS_EINVAL;
+		}
+		return TS_OK;
+	}
+	return openai_resp_encode_end(out, &vr->rstream, t->p ? t->p : "",
+	    t->len, v1_finish(f), &vr->usage);
+}
+
+static const struct relay_ops v1_resp_stream_ops = {
+	v1_resp_token, lab_sse_keepalive, v1_resp_end, v1_resp_free, 1, NULL
+};
+
+static enum ts_err
+v1_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct v1_choice *ch = v1_cur(r);
+
+	(void)out;
+	(void)event;
+	/* a token whose text a stop string cut is not in the answer, nor in
+	 * its logprobs (as in a stream) */
+	if (len > 0)
+		ch->lp_upto = index + 1;
+	return ts_buf_append(&ch->text, text, len) == TS_OK ? TS_OK :
+	    TS_ELIMIT;
+}
+
+/* The whole answer: every choice's text (or tool calls) and logprobs. */
+static enum ts_err
+v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
+    const struct engine_view *v)
+{
+	struct v1_resp *vr = r->resp;
+	struct openai_tool_call calls[RELAY_MAX_CHOICES][OPENAI_PLAN_MAX_CALLS];
+	struct openai_choice cs[RELAY_MAX_CHOICES];
+	struct ts_buf *t0 = &vr->ch[0].text;
+	struct http_error err;
+	enum ts_err rc;
+	size_t mark;
+	uint32_t i;
+
+	v1_fired(r, f);
+	if (vr->silent != V1_SPEAKS)
+		return TS_OK;   /* an injected cut or timeout: no answer */
+	if (lab_finish_error(vr->error_after, f, &err)) {
+		http_error_set_param(&err, "%s", "");
+		return lab_json_error(r, out, &err, 1);
+	}
+	v1_usage(vr, v);
+	if (reply_head_buf(r->reply, out, 200, "application/json",
+	    engine_seq_id(r->seq), NULL) != TS_OK)
+		return TS_EINVAL;
+	mark = out->len;
+	memset(cs, 0, sizeof(cs));
+	for (i = 0; i < vr->n; i++) {
+		struct v1_choice *ch = &vr->ch[i];
+		struct engine_view vi;
+
+		engine_seq_view(ch->seq, &vi);
+		cs[i].text = ch->text.p ? ch->text.p : "";
+		cs[i].len = ch->text.len;
+		cs[i].finish = v1_finish_of(ch, vi.finish);
+		cs[i].x.logprobs = v1_logprobs(r, ch, ch->lp_upto);
+		cs[i].x.calls = calls[i];
+		cs[i].x.ncalls = ch->plan.ncalls > 0 ? v1_calls(vr, ch,
+		    calls[i]) : 0;
+	}
+	rc = vr->meta.kind == OPENAI_RESPONSES && cs[0].x.ncalls > 0 ?
+	    openai_resp_encode_calls(out, &vr->rmeta, calls[0],
+	    cs[0].x.ncalls, v1_finish(f), &vr->usage) :
+	    vr->meta.kind == OPENAI_RESPONSES ?
+	    openai_resp_encode(out, &vr->rmeta, t0->p ? t0->p : "", t0->len,
+	    v1_finish(f), &vr->usage) :
+	    openai_encode_response_n(out, &vr->meta, cs, vr->n, &vr->usage);
+	for (i = 0; i < vr->n; i++)
+		json_decref(cs[i].x.logprobs);
+	if (rc != TS_OK || ts_buf_append(out, "\n", 1) != TS_OK) {
+		/* only a head went out (or nothing): say why instead */
+		out->len = mark;
+		http_error_set(&err, 500, "server_error", "encode_failed",
+		    "the response could not be encoded");
+		return lab_json_error(r, out, &err, 1);
+	}
+	return TS_OK;
+}
+
+static const struct relay_ops v1_answer_ops = {
+	v1_collect_token, lab_json_keepalive, v1_answer_end, v1_resp_free, 0,
+	NULL
+};
+
+/* An injected timeout: not a byte, not even a keep-alive, then the
+ * connection closes with no answer. */
+static const struct relay_ops v1_silent_ops = {
+	v1_collect_token, NULL, v1_answer_end, v1_resp_free, 0, NULL
+};
+
+/* A /v1 error before anything else was sent, in the OpenAI shape. */
+static void
+v1_fail(struct reply *rp, struct http_error *err, const char *extra)
+{
+	reply_error_v1(rp, err, extra, 0);
+}
+
+/* 1 when the answer may be tool calls or is a JSON Schema instance. */
+static int
+v1_structured(const struct openai_request *req)
+{
+	return req->format != OPENAI_FORMAT_TEXT || (req->n_tools > 0 &&
+	    req->tool_choice != OPENAI_TOOL_NONE);
+}
+
+/* The seed of choice k > 0 (choice 0 samples with the request's own
+ * seed, so n = 1 is unchanged): a distinct stream per choice. */
+static uint64_t
+v1_choice_seed(uint64_t base, uint32_t k)
+{
+	return k == 0 ? base : rng_mix64(base + 0x9e3779b97f4a7c15ULL * k);
+}
+
+/* Timeout injection: how long the request is held silent before its
+ * connection closes with no answer (OpenAI's SDKs give up after 600 s). */
+#define V1_INJECT_TIMEOUT_MS 600000.0
+
+/*
+ * Failure injection (handlers/inject.h): the request's X-Tokstream-Failure
+ * header, else the seeded draw for this process's n-th /v1 request.
+ * Answers an HTTP failure itself (returns 1); for the others adjusts the
+ * job (midstream_error: error_after K; midstream_cut: K tokens then a
+ * silent end, counted as an error; timeout: a silent prefill of
+ * V1_INJECT_TIMEOUT_MS) and
+ * returns 0. Counted in tokstream:injected_failures_total{type}.
+ */
+static int
+v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
+    struct engine_request *job, struct http_error *err)
+{
+	const struct inject_config *ic = &srv->opt->inject;
+	const char *hv = conn_param(rp->conn, INJECT_HEADER_PARAM);
+	enum inject_kind k = INJECT_NONE;
+	uint32_t after = ic->after_tokens;
+	char msg[200];
+	char extra[64];
+
+	if (hv != NULL && hv[0] != '\0') {
+		if (inject_parse_header(hv, strlen(hv), ic, &k, &after, msg,
+		    sizeof(msg)) != TS_OK) {
+			http_error_set(err, 400, "invalid_request_error",
+			    "invalid_value", "%s", msg);
+			v1_fail(rp, err, NULL);
+			return 1;
+		}
+	} else if (ic->rate > 0) {
+		k = inject_decide(ic, atomic_fetch_add(&srv->v1_requests, 1));
+	}
+	if (k == INJECT_NONE)
+		return 0;
+	/* a mid-stream failure counts when it fires (v1_fired): one after
+	 * the answer's last token never does */
+	if (k == INJECT_MIDSTREAM_ERROR || k == INJECT_MIDSTREAM_CUT)
+		vr->injected = k;
+	else
+		metrics_injected(srv->metrics, (int)k);
+	if (inject_error(k, ic, srv->backend->context_len(
+	    srv->backend->impl), job->prompt_tokens, err)) {
+		if (k == INJECT_CONTEXT_LENGTH && vr->req.kind != OPENAI_CHAT)
+			http_error_set_param(err, "%s", vr->req.kind ==
+			    OPENAI_COMPLETIONS ? "prompt" : "input");
+		extra[0] = '\0';
+		if (k == INJECT_RATE_LIMIT)
+			snprintf(extra, sizeof(extra), "Retry-After: %u\r\n",
+			    (unsigned)ic->retry_after_s);
+		else if (k == INJECT_INVALID_API_KEY)
+			snprintf(extra, sizeof(extra),
+			    "WWW-Authenticate: Bearer\r\n");
+		v1_fail(rp, err, extra[0] != '\0' ? extra : NULL);
+		return 1;
+	}
+	switch (k) {
+	case INJECT_MIDSTREAM_ERROR:
+		job->error_after = (int32_t)after;
+		break;
+	case INJECT_MIDSTREAM_CUT:
+		/* an error after K tokens (counted as one), whose end is
+		 * never sent */
+		job->error_after = (int32_t)after;
+		vr->silent = V1_SILENT_END;   /* after the tokens, nothing */
+		break;
+	case INJECT_TIMEOUT:
+		job->prefill_ms = V1_INJECT_TIMEOUT_MS;
+		job->prefill_per_token_ms = 0.0;
+		job->max_tokens = 1;
+		vr->silent = V1_SILENT_ALL;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/*
+ * POST /v1/completions, /v1/chat/completions and /v1/responses: parse
+ * (src/openai/), render the chat template (openai/chat.h), run the
+ * sequence with the request's sampling and stop strings, and answer as
+ * one JSON object, or as chat.completion.chunk / text_completion SSE
+ * chunks, or as the Responses API's named events (OpenAI API
+ * reference).
+ */
+void
+v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
+{
+	struct relay_env env;
+	struct conn *c = rp->conn;
+	struct v1_resp *vr = xcalloc(1, sizeof(*vr));
+	struct http_error err;
+	struct engine_request job;
+	struct submit_record rec = { STATE_KIND_GENERATE, 0, 0, 0, 0 };
+	struct engine_seq *s = NULL;
+	struct ts_buf body, prompt, b;
+	const char *model = server_model_name(srv);
+	const char *const *models;
+	size_t n_models = server_model_names(srv, &models);
+	const char *stop[STOP_MAX];
+	size_t stop_len[STOP_MAX];
+	uint64_t base, pbase;
+	uint32_t k;
+	size_t i;
+
+	vr->reply = *rp;
+	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
+	ts_buf_init(&prompt, 2 * HTTP_MAX_BODY_BYTES);
+	ts_buf_init(&b, 4096);
+	if (lab_read_body(c, &body, &err) != TS_OK) {
+		http_error_set_param(&err, "%s", "");
+		v1_fail(rp, &err, NULL);
+		goto fail;
+	}
+	if (openai_parse_request(kind, body.p ? body.p : "", body.len, models,
+	    n_models, &vr->req, &err) != TS_OK) {
+		v1_fail(rp, &err, NULL);
+		goto fail;
+	}
+	if (kind != OPENAI_COMPLETIONS) {
+		if (openai_chat_prompt(&vr->req, &prompt) != TS_OK) {
+			http_error_set(&err, 400, "invalid_request_error",
+			    "invalid_value", "the messages are too long");
+			v1_fail(rp, &err, NULL);
+			goto fail;
+		}
+	} else if (ts_buf_append(&prompt, vr->req.prompt,
+	    vr->req.prompt_len) != TS_OK) {
+		http_error_set(&err, 400, "invalid_request_error",
+		    "invalid_value", "the prompt is too long");
+		v1_fail(rp, &err, NULL);
+		goto fail;
+	}
+	memset(&job, 0, sizeof(job));
+	job.prefill_ms = -1.0;
+	job.error_after = -1;
+	job.prompt = prompt.p ? prompt.p : "";
+	job.prompt_len = prompt.len;
+	job.model = 0;      /* the backend's default model is the one served */
+	job.prefix_cache = 1;
+	if (submit_count_prompt(srv, &job, 0, &err)) {
+		v1_fail(rp, &err, NULL);
+		goto fail;
+	}
+	if (v1_inject(srv, rp, vr, &job, &err) != 0)
+		goto fail;
+	if (vr->req.logprobs && srv->backend->logprobs == NULL) {
+		http_error_set(&err, 400, "invalid_request_error",
+		    "unsupported_parameter", "The %s backend has no "
+		    "logprobs.", srv->backend->name);
+		http_error_set_param(&err, "logprobs");
+		v1_fail(rp, &err, NULL);
+		goto fail;
+	}
+	base = vr->req.has_seed ? (uint64_t)vr->req.seed :
+	    rng_seed_of(job.prompt, job.prompt_len);
+	/* the plan (tool call ids and arguments) depends on the prompt too,
+	 * so each turn of an agent loop with a fixed seed gets new ids */
+	pbase = rng_seed_of(job.prompt, job.prompt_len) ^ (vr->req.has_seed ?
+	    rng_mix64((uint64_t)vr->req.seed) : 0);
+	vr->n = vr->req.n;
+	vr->ch = xcalloc(vr->n, sizeof(*vr->ch));
+	for (k = 0; k < vr->n; k++) {
+		ts_buf_init(&vr->ch[k].text, (size_t)HTTP_MAX_TOKENS_CAP *
+		    srv->backend->max_token_bytes * 3);
+		if (openai_plan_make(&vr->req, v1_choice_seed(pbase, k),
+		    srv->opt->echo, &vr->ch[k].plan, &err) != TS_OK) {
+			v1_fail(rp, &err, NULL);
+			goto fail;
+		}
+		if (vr->ch[k].plan.guided && !srv->backend->guided) {
+			http_error_set(&err, 400, "invalid_request_error",
+			    "unsupported_parameter", "The %s backend cannot "
+			    "make tool calls, JSON output or echoes (it has "
+			    "no guided decoding).", srv->backend->name);
+			v1_fail(rp, &err, NULL);
+			goto fail;
+		}
+	}
+	if (vr->req.max_tokens < job.max_tokens || job.max_tokens == 0)
+		job.max_tokens = vr->req.max_tokens;
+	if (job.prefill_ms < 0) {
+		job.prefill_ms = vr->req.prefill_ms >= 0 ?
+		    (double)vr->req.prefill_ms :
+		    engine_prefill_ms(&srv->opt->engine.lat,
+		    job.prompt_tokens);
+		job.prefill_per_token_ms = vr->req.prefill_ms >= 0 ? 0.0 :
+		    srv->opt->engine.lat.prefill_per_token_ms;
+	}
+	job.tpot_ms = vr->req.tpot_ms >= 0 ? (double)vr->req.tpot_ms : -1.0;
+	if (job.error_after < 0)
+		job.error_after = vr->req.error_after;
+	vr->error_after = job.error_after;
+	job.t0_ns = rp->t0;
+	rec.kind = vr->req.stream ? STATE_KIND_STREAM : STATE_KIND_GENERATE;
+	/* stop strings cut text: not tool calls or a JSON instance, which
+	 * must stay whole (the guide ends them) */
+	for (i = 0; !v1_structured(&vr->req) && i < vr->req.n_stop &&
+	    i < STOP_MAX; i++) {
+		stop[i] = job.stop[i] = vr->req.stop[i].s;
+		stop_len[i] = job.stop_len[i] = vr->req.stop[i].len;
+	}
+	job.nstop = i;
+	/* each choice its own sequence: n slots, as vLLM's n */
+	for (k = 0; k < vr->n; k++) {
+		struct v1_choice *ch = &vr->ch[k];
+
+		engine_sampling_defaults(&job.sampling);
+		job.sampling.temperature = vr->req.temperature;
+		job.sampling.top_p = vr->req.top_p;
+		job.sampling.has_seed = vr->req.has_seed || k > 0;
+		job.sampling.seed = k == 0 ? (uint64_t)vr->req.seed :
+		    v1_choice_seed(base, k);
+		job.sampling.ignore_eos = vr->req.ignore_eos;
+		if (ch->plan.guided) {
+			job.sampling.guide = ch->plan.guide.p != NULL ?
+			    ch->plan.guide.p : "";
+			job.sampling.guide_len = ch->plan.guide.len;
+		}
+		if (vr->req.logprobs)
+			job.sampling.logprobs = 1 + vr->req.top_logprobs;
+		if (submit(srv, &job, &rec, c, &ch->seq, &err) != TS_OK) {
+			v1_fail(rp, &err, "Retry-After: 1\r\n");
+			goto fail;
+		}
+	}
+	s = vr->ch[0].seq;
+	vr->meta.kind = kind;
+	vr->meta.id = engine_seq_id(s);
+	vr->meta.created = (int64_t)time(NULL);
+	vr->meta.model = model;
+	vr->meta.model_len = strlen(model);
+	vr->meta.id_prefix = srv->opt->id_prefix;
+	vr->usage.prompt_tokens = (uint32_t)job.prompt_tokens;
+	vr->rmeta.id = vr->meta.id;
+	vr->rmeta.id_prefix = vr->meta.id_prefix;
+	vr->rmeta.created_at = vr->meta.created;
+	vr->rmeta.model = model;
+	vr->rmeta.model_len = vr->meta.model_len;
+	vr->rmeta.instructions = vr->req.instructions;
+	vr->rmeta.instructions_len = vr->req.instructions_len;
+	vr->rmeta.max_output_tokens = vr->req.max_tokens;
+	vr->rmeta.has_max_output = vr->req.has_max_tokens;
+	vr->rmeta.temperature = vr->req.temperature;
+	vr->rmeta.top_p = vr->req.top_p;
+	vr->rmeta.tools = vr->req.tools_raw;
+	vr->rmeta.tool_choice = vr->req.tool_choice_raw;
+	vr->rmeta.parallel_tool_calls = vr->req.parallel_tool_calls;
+	ts_buf_free(&body);
+	ts_buf_free(&prompt);
+	if (vr->req.stream && vr->silent != V1_SILENT_ALL) {
+		openai_stream_init(&vr->stream, &vr->meta,
+		    vr->req.include_usage);
+		openai_resp_stream_init(&vr->rstream, &vr->rmeta);
+		if (reply_head_buf(&vr->reply, &b, 200, SSE_CONTENT_TYPE,
+		    vr->meta.id, "Cache-Control: no-cache\r\n"
+		    "X-Accel-Buffering: no\r\n") != TS_OK ||
+		    (kind == OPENAI_RESPONSES && (vr->ch[0].plan.ncalls > 0 ?
+		    openai_resp_encode_start_calls(&b, &vr->rstream) :
+		    openai_resp_encode_start(&b, &vr->rstream)) != TS_OK) ||
+		    conn_write(c, b.p, b.len) != TS_OK)
+			goto fail;
+	}
+	ts_buf_free(&b);
+	env = server_relay_env(srv);
+	relay_init(&vr->relay, &env, &vr->reply, s, 0, stop, stop_len,
+	    job.nstop, vr->silent == V1_SILENT_ALL ? &v1_silent_ops :
+	    !vr->req.stream ? &v1_answer_ops :
+	    kind == OPENAI_RESPONSES ? &v1_resp_stream_ops : &v1_stream_ops,
+	    vr);
+	for (k = 1; k < vr->n; k++)
+		(void)relay_add_choice(&vr->relay, vr->ch[k].seq);
+	server_stream(srv, c, &vr->relay);
+	return;
+fail:
+	ts_buf_free(&body);
+	ts_buf_free(&prompt);
+	ts_buf_free(&b);
+	for (k = 0; vr->ch != NULL && k < vr->n; k++) {
+		if (vr->ch[k].seq != NULL) {
+			/* submitted, then refused (a later choice's 429, a
+			 * client gone): not generated for anybody */
+			engine_cancel(srv->engine, vr->ch[k].seq, srv->now(),
+			    ENGINE_CAUSE_CLIENT_GONE);
+			engine_release(srv->engine, vr->ch[k].seq);
+		}
+		openai_plan_free(&vr->ch[k].plan);
+		ts_buf_free(&vr->ch[k].text);
+	}
+	free(vr->ch);
+	openai_request_free(&vr->req);
+	free(vr);
+}
+
+/* The served model's description; mi->id is the first served name. */
+static void
+model_info(struct server *srv, struct openai_model_info *mi)
+{
+	memset(mi, 0, sizeof(*mi));
+	mi->id = server_model_name(srv);
+	mi->id_len = strlen(mi->id);
+	mi->created = (int64_t)srv->started_at;
+	/* The simulator has no context length: only max_tokens' cap. */
+	mi->max_model_len = srv->backend->context_len(srv->backend->impl);
+	mi->backend = srv->backend->name;
+	mi->chat_template = CHAT_TEMPLATE;
+}
+
+/* GET /v1/models: the served model under each of its names. */
+void
+v1_models(struct server *srv, struct reply *rp)
+{
+	struct openai_model_info mi;
+	const char *const *names;
+	size_t n = server_model_names(srv, &names);
+	struct ts_buf b;
+
+	model_info(srv, &mi);
+	ts_buf_init(&b, 64 * 1024);
+	if (reply_head_buf(rp, &b, 200, "application/json", 0, NULL) ==
+	    TS_OK && openai_encode_models(&b, &mi, names, n) == TS_OK &&
+	    ts_buf_append(&b, "\n", 1) == TS_OK)
+		conn_write(rp->conn, b.p, b.len);
+	ts_buf_free(&b);
+}
+
+/* GET /v1/models/{model}: (id, len) percent-decoded; one of the served
+ * names gives its model object, anything else 404 model_not_found. */
+void
+v1_model(struct server *srv, struct reply *rp, const char *id, size_t len)
+{
+	struct openai_model_info mi;
+	struct http_error err;
+	const char *const *names;
+	size_t n = server_model_names(srv, &names), k;
+	struct ts_buf b;
+
+	for (k = 0; k < n; k++)
+		if (strlen(names[k]) == len && memcmp(names[k], id, len) == 0)
+			break;
+	if (k == n) {
+		/* quoted only when it is printable ASCII (it came from a
+		 * URL: anything else is not worth echoing) */
+		size_t i;
+
+		for (i = 0; i < len && i < 64 && id[i] >= 0x20 &&
+		    id[i] < 0x7f; i++)
+			;
+		openai_model_not_found(&err, i == len ? id : NULL, len,
+		    names, n);
+		reply_error_v1(rp, &err, NULL, 0);
+		return;
+	}
+	model_info(srv, &mi);
+	mi.id = names[k];
+	mi.id_len = len;
+	ts_buf_init(&b, 64 * 1024);
+	if (reply_head_buf(rp, &b, 200, "application/json", 0, NULL) ==
+	    TS_OK && openai_encode_model(&b, &mi) == TS_OK &&
+	    ts_buf_append(&b, "\n", 1) == TS_OK)
+		conn_write(rp->conn, b.p, b.len);
+	ts_buf_free(&b);
+}

@@ -1,0 +1,127 @@
+/*
+ * proto/http.h - request parsing for tokstream's lab endpoints: query strings
+ * (application/x-www-form-urlencoded, WHATWG URL "urlencoded parser"), JSON
+ * bodies (jansson), limits, and JSON error bodies in the OpenAI API's shape
+ * {"error":{"message":...,"type":...,"code":...}}. No sockets.
+ */
+#ifndef TS_PROTO_HTTP_H
+#define TS_PROTO_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "common/ts.h"
+
+/* Documented limits (docs/OPERATIONS.md "Limits"). */
+#define HTTP_MAX_BODY_BYTES (1u << 20)      /* POST body: 1 MiB, else 413 */
+#define HTTP_MAX_QUERY_PARAMS 64            /* more params: 400 */
+#define HTTP_MAX_QUERY_BYTES 30000          /* query string, else 414: it
+					     * travels twice in lighttpd's
+					     * one 64 KiB params record */
+#define HTTP_MAX_TOKENS_CAP 8192            /* max_tokens above: 400 */
+#define HTTP_DEFAULT_MAX_TOKENS 16          /* max_tokens missing or null */
+#define HTTP_MAX_PREFILL_MS 60000           /* per-request prefill_ms cap */
+#define HTTP_MAX_TPOT_MS 10000              /* per-request tpot_ms cap */
+
+/* Why a request was refused: HTTP status, OpenAI-style type and code, and
+ * a message that says what is wrong. `param` names the request field at
+ * fault for the OpenAI API's errors ("messages[0].role"); it is "" when
+ * none is, and only http_error_json_openai() emits it. */
+struct http_error {
+	int status;              /* 400, 404, 405, 413, 500, 503 */
+	const char *type;        /* "invalid_request_error", ... (static) */
+	const char *code;        /* "invalid_max_tokens", ... (static) */
+	char message[256];
+	char param[64];          /* "" or the field at fault, NUL-terminated */
+};
+
+/*
+ * A generation request, from a query string or a JSON body. Owns
+ * `prompt` (free with http_gen_request_free). Timing fields are -1 when the
+ * request does not override the server's latency model.
+ */
+struct http_gen_request {
+	char *prompt;            /* may contain NUL bytes; NUL-terminated */
+	size_t prompt_len;       /* bytes */
+	uint32_t max_tokens;     /* tokens, 0..HTTP_MAX_TOKENS_CAP */
+	int32_t prefill_ms;      /* -1, or the whole prefill time in ms */
+	int32_t tpot_ms;         /* -1, or the decode step time in ms */
+	int32_t error_after;     /* -1, or inject an error after N tokens */
+	char *last_event_id;     /* GET only: resume from this SSE event id
+				  * (for clients that cannot send the
+				  * Last-Event-ID header); NULL if absent */
+	size_t last_event_id_len;
+};
+
+void http_gen_request_free(struct http_gen_request *r);
+
+/* The value 0..15 of the hex digit c (either case), or -1. */
+int http_hex_digit(unsigned char c);
+
+/*
+ * Percent-decodes (s, len) as a form value: '+' becomes a space, "%XY"
+ * (hex, either case) becomes the byte XY. Writes the result to `out`
+ * (which must hold `len` bytes; the result is never longer) and its
+ * length to *out_len. Returns TS_EINVAL, with the offset of the bad escape
+ * in *bad_at, for '%' not followed by two hex digits.
+ */
+enum ts_err http_form_decode(const char *s, size_t len, char *out,
+    size_t *out_len, size_t *bad_at);
+
+/*
+ * Parses the query string (qs, len) of GET /stream: prompt (required),
+ * max_tokens, prefill_ms, tpot_ms, error_after, last_event_id. Unknown parameters are
+ * ignored; a known parameter given twice is an error (rule: no silent
+ * pick). On error fills *err (status 400) and returns TS_EINVAL.
+ */
+enum ts_err http_parse_query(const char *qs, size_t len,
+    struct http_gen_request *req, struct http_error *err);
+
+/*
+ * Parses the JSON body (body, len) of POST /generate: the same fields as
+ * the query, as JSON values ("prompt" a string; integers for the rest;
+ * null means "not given"). Unknown fields are ignored. Errors: invalid
+ * JSON (with jansson's line/column), not an object, wrong types, out of
+ * range: *err filled (status 400), TS_EINVAL returned.
+ */
+enum ts_err http_parse_json(const char *body, size_t len,
+    struct http_gen_request *req, struct http_error *err);
+
+/*
+ * Fills *err and clears its param. `fmt` is printf-style; the message is
+ * truncated to fit.
+ */
+void http_error_set(struct http_error *err, int status, const char *type,
+    const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/*
+ * Sets err->param, the name of the field at fault (printf-style,
+ * truncated to fit). Call it after http_error_set, which clears it.
+ */
+void http_error_set_param(struct http_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * Appends the JSON error body {"error":{"message","type","code"}} for
+ * *err to *b (compact, no trailing newline): the lab endpoints' shape,
+ * which never carries "param". Returns ts_buf_append's code.
+ */
+enum ts_err http_error_json(const struct http_error *err, struct ts_buf *b);
+
+/*
+ * Appends the OpenAI API's full error body
+ * {"error":{"message","type","param","code"}} for *err to *b (compact, no
+ * trailing newline); "param" is null when err->param is "", "code" null
+ * when err->code is NULL. For the /v1 endpoints. A message that is not
+ * UTF-8 (it can quote input) is replaced by "invalid request". Returns
+ * ts_buf_append's code, or TS_ENOMEM.
+ */
+enum ts_err http_error_json_openai(const struct http_error *err,
+    struct ts_buf *b);
+
+/* The reason phrase of an HTTP status ("Bad Request"), "" if unknown. */
+const char *http_reason(int status);
+
+#endif /* TS_PROTO_HTTP_H */

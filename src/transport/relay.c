@@ -1,0 +1,295 @@
+/*
+ * transport/relay.c - from published token ids to encoded bytes, and the
+ * blocking driver (relay.h).
+ */
+#include "transport/relay.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/conn.h"
+#include "stores/metrics.h"
+#include "transport/reply.h"
+
+/* Longest wait without news before the driver looks again. */
+#define RELAY_POLL_NS 1000000000LL
+
+enum ts_err
+relay_init(struct relay *r, const struct relay_env *env, struct reply *rp,
+    struct engine_seq *s, uint32_t start_index, const char *const stop[],
+    const size_t stop_len[], size_t nstop, const struct relay_ops *ops,
+    void *resp)
+{
+	memset(r, 0, sizeof(*r));
+	r->env = *env;
+	r->reply = rp;
+	r->seq = s;
+	r->ops = ops;
+	r->resp = resp;
+	r->start_index = start_index;
+	r->t0 = rp->t0;
+	r->last_write = rp->t0;
+	r->keepalive_ns = ops->keepalive != NULL ?
+	    ts_ms_to_ns(env->keepalive_ms) : 0;
+	r->stop = stop;
+	r->stop_len = stop_len;
+	r->nstop = nstop;
+	/* the longest token text, held back stop-string bytes and U+FFFD
+	 * repairs fit many times over */
+	ts_buf_init(&r->piece, 64 * 1024);
+	r->ch = xcalloc(1, sizeof(*r->ch));
+	r->nch = 1;
+	r->ch[0].seq = s;
+	return release_init(&r->ch[0].rel, stop, stop_len, nstop);
+}
+
+enum ts_err
+relay_add_choice(struct relay *r, struct engine_seq *s)
+{
+	struct relay_choice *c;
+
+	if (r->nch >= RELAY_MAX_CHOICES)
+		return TS_ELIMIT;
+	r->ch = xrealloc(r->ch, (r->nch + 1u) * sizeof(*r->ch));
+	c = &r->ch[r->nch];
+	memset(c, 0, sizeof(*c));
+	c->seq = s;
+	r->nch++;
+	return release_init(&c->rel, r->stop, r->stop_len, r->nstop);
+}
+
+void
+relay_listen(struct relay *r, struct engine_listener *l)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nch; i++)
+		engine_seq_listen(r->env.engine, r->ch[i].seq, l);
+}
+
+/* The released text of token `id` into r->piece. */
+static void
+release_id(struct relay *r, struct release *rel, uint32_t id)
+{
+	const struct engine_backend *be = r->env.backend;
+	size_t len;
+	const char *text = be->token_text(be->impl, id, &len);
+
+	ts_buf_reset(&r->piece);
+	(void)release_text(rel, text, text != NULL ? len : 0, &r->piece,
+	    NULL);
+}
+
+/* Choice i's news: its tokens, and its end when it finished (*ended).
+ * RELAY_FAIL when encoding failed, RELAY_DONE when the client is gone. */
+static enum relay_state
+pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
+    struct engine_view *v, int *ended)
+{
+	struct relay_choice *c = &r->ch[i];
+	int event;
+
+	*ended = c->ended;
+	if (c->ended)
+		return RELAY_MORE;
+	r->choice = i;
+	engine_seq_view(c->seq, v);
+	while (c->sent < v->produced) {
+		release_id(r, &c->rel, v->ids[c->sent]);
+		event = 0;
+		if (r->ops->token(r, out, r->start_index + c->sent,
+		    r->piece.p != NULL ? r->piece.p : "", r->piece.len,
+		    &event) != TS_OK)
+			return RELAY_FAIL;
+		c->sent++;
+		c->unwritten++;
+		c->events += event != 0;
+		r->events += event != 0;
+	}
+	if (v->finish == ENGINE_FINISH_NONE)
+		return RELAY_MORE;
+	if (v->finish == ENGINE_FINISH_CANCELLED)
+		return RELAY_DONE;      /* nobody to tell */
+	{
+		struct release_chunk tail;
+
+		/* What the detokenizer held to the end (an incomplete
+		 * character at max_tokens) goes with the last token. */
+		release_finish(&c->rel, &tail);
+		event = 0;
+		if (tail.len > 0 && r->ops->token(r, out, r->start_index +
+		    (c->sent > 0 ? c->sent - 1 : 0), tail.p, tail.len,
+		    &event) != TS_OK)
+			return RELAY_FAIL;
+		c->events += event != 0;
+		r->events += event != 0;
+	}
+	c->ended = 1;
+	*ended = 1;
+	return RELAY_MORE;
+}
+
+enum relay_state
+relay_pump(struct relay *r, struct ts_buf *out, int64_t now)
+{
+	struct engine_view v, v0;
+	enum relay_state st;
+	uint32_t i, left = 0;
+	int ended, was;
+
+	if (r->ended)
+		return RELAY_DONE;
+	memset(&v0, 0, sizeof(v0));
+	for (i = 0; i < r->nch; i++) {
+		was = r->ch[i].ended;
+		st = pump_choice(r, out, i, &v, &ended);
+		if (st == RELAY_DONE)
+			r->ended = 1;
+		if (st != RELAY_MORE)
+			return st;
+		if (i == 0 && !was)
+			v0 = v;
+		if (!ended) {
+			left++;
+			continue;
+		}
+		/* a choice that finishes before the others: its own end */
+		if (!was && r->nch > 1 && r->ops->choice_end != NULL &&
+		    r->ops->choice_end(r, out, i, v.finish, &v) != TS_OK)
+			return RELAY_FAIL;
+	}
+	if (left == 0) {
+		r->ended = 1;
+		if (r->nch > 1 || v0.finish == ENGINE_FINISH_NONE)
+			engine_seq_view(r->ch[0].seq, &v0);
+		r->choice = 0;
+		if (r->ops->end(r, out, v0.finish, &v0) != TS_OK)
+			return RELAY_FAIL;
+		r->ends_well = 1;
+		return RELAY_DONE;
+	}
+	if (r->keepalive_ns > 0 && now >= r->last_write + r->keepalive_ns &&
+	    out->len == 0) {
+		if (r->ops->keepalive(r, out) != TS_OK)
+			return RELAY_FAIL;
+		/* written at once by the driver: the clock restarts */
+		r->last_write = now;
+	}
+	return RELAY_MORE;
+}
+
+void
+relay_flushed(struct relay *r, int64_t now)
+{
+	struct metrics *m = r->env.metrics;
+	uint32_t i, k;
+
+	/* The response's first token event gives TTFT (from the request's
+	 * arrival); every later event of a choice gives ITL, from that
+	 * choice's previous one (with n > 1 the choices' events interleave:
+	 * a gap between two choices' events is no inter-token latency). */
+	for (i = 0; i < r->nch; i++) {
+		struct relay_choice *c = &r->ch[i];
+
+		for (k = 0; k < c->events; k++) {
+			if (r->last_token == 0)
+				metrics_observe(m, METRICS_TTFT, now - r->t0);
+			else if (c->last_token != 0)
+				metrics_observe(m, METRICS_ITL,
+				    now - c->last_token);
+			r->last_token = now;
+			c->last_token = now;
+		}
+		c->events = 0;
+	}
+	if (r->events > 0 && r->ops->tokens_reach_client)
+		r->last_write = now;
+	r->events = 0;
+	for (i = 0; i < r->nch; i++) {
+		struct relay_choice *c = &r->ch[i];
+
+		c->delivered += c->unwritten;
+		c->unwritten = 0;
+		engine_delivered(c->seq, c->delivered);
+	}
+	if (r->ended && r->ends_well) {
+		metrics_observe(m, METRICS_E2E, now - r->t0);
+		r->ends_well = 0;       /* counted once */
+	}
+}
+
+void
+relay_gone(struct relay *r, int64_t now, enum engine_cause cause)
+{
+	uint32_t i;
+
+	r->ended = 1;
+	r->ends_well = 0;
+	for (i = 0; i < r->nch; i++)
+		engine_cancel(r->env.engine, r->ch[i].seq, now, cause);
+}
+
+int64_t
+relay_deadline(const struct relay *r)
+{
+	if (r->keepalive_ns <= 0 || r->ended)
+		return INT64_MAX;
+	return r->last_write + r->keepalive_ns;
+}
+
+void
+relay_finish(struct relay *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->nch; i++)
+		engine_release(r->env.engine, r->ch[i].seq);
+	free(r->ch);
+	r->ch = NULL;
+	r->nch = 0;
+	r->seq = NULL;
+	ts_buf_free(&r->piece);
+	if (r->ops->free != NULL)
+		r->ops->free(r);
+}
+
+void
+relay_run(struct conn *c, struct relay *r)
+{
+	struct ts_buf out;
+
+	/* a whole POST /generate answer: 8192 tokens of up to 32 bytes,
+	 * JSON-escaped */
+	ts_buf_init(&out, 8u << 20);
+	relay_listen(r, c->ops->listener(c));
+	for (;;) {
+		int64_t now = r->env.now(), deadline;
+		enum relay_state st = relay_pump(r, &out, now);
+
+		if (st == RELAY_FAIL) {
+			relay_gone(r, now, ENGINE_CAUSE_CLIENT_GONE);
+			break;
+		}
+		if (out.len > 0) {
+			if (conn_write(c, out.p, out.len) != TS_OK) {
+				relay_gone(r, r->env.now(),
+				    ENGINE_CAUSE_CLIENT_GONE);
+				break;
+			}
+			relay_flushed(r, r->env.now());
+			ts_buf_reset(&out);
+		}
+		if (st == RELAY_DONE)
+			break;
+		deadline = relay_deadline(r);
+		if (deadline > now + RELAY_POLL_NS)
+			deadline = now + RELAY_POLL_NS;
+		if (c->ops->wait(c, deadline) != TS_OK) {
+			c->hup = 1;
+			relay_gone(r, r->env.now(), ENGINE_CAUSE_CLIENT_GONE);
+			break;
+		}
+	}
+	ts_buf_free(&out);
+	relay_finish(r);
+}

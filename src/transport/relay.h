@@ -1,0 +1,178 @@
+/*
+ * transport/relay.h - what carries a sequence's tokens from the engine to a
+ * client: turns the ids the engine publishes into text (text/release.h:
+ * stop strings cut, incomplete UTF-8 held back, the same way the engine
+ * decides that a stop string ended the sequence), hands each token's text
+ * to the response's encoder (an SSE event of /stream or /v1, or the
+ * growing answer of POST /generate), adds keep-alives while the stream is
+ * silent (queue, prefill), and the end ([DONE], an error event, the JSON
+ * answer). It does no I/O: relay_pump fills a buffer, whoever drives it
+ * writes the buffer and reports back with relay_flushed or relay_gone.
+ * relay_run is the driver that blocks on the request's own connection.
+ *
+ * TTFT and ITL (the metrics' histograms) are clocked when a token event's
+ * bytes have been written, not when the engine made the token; E2E when
+ * the end has been written.
+ */
+#ifndef TS_TRANSPORT_RELAY_H
+#define TS_TRANSPORT_RELAY_H
+
+#include <stdint.h>
+
+#include "common/buf.h"
+#include "engine/engine.h"
+#include "text/release.h"
+
+struct conn;
+struct metrics;
+struct relay;
+struct reply;
+
+/*
+ * What a relay needs of the process that runs it, copied into each relay
+ * by relay_init: the engine its sequences live in, the backend that names
+ * their tokens, the metrics it clocks TTFT, ITL and E2E latency into, the
+ * clock, and the keep-alive interval. The handlers fill it from their
+ * server (handlers/server.h: server_relay_env); the unit tests from their
+ * own engine and clock.
+ */
+struct relay_env {
+	struct engine *engine;
+	const struct engine_backend *backend;   /* the engine's */
+	struct metrics *metrics;   /* NULL: every metrics_* is a no-op */
+	int64_t (*now)(void);      /* CLOCK_MONOTONIC now, in ns */
+	double keepalive_ms;       /* silence before a keep-alive; 0: none */
+};
+
+/* How one kind of response encodes (lab SSE, /v1 SSE, JSON answers). */
+struct relay_ops {
+	/* Token `index` (start_index + i) released (text, len): len may be 0
+	 * (held back). Appends what it sends to out and sets *event when
+	 * that is a token event (for TTFT and ITL). TS_OK, or an error that
+	 * ends the stream (encoding failed). */
+	enum ts_err (*token)(struct relay *r, struct ts_buf *out,
+	    uint32_t index, const char *text, size_t len, int *event);
+	/* Appends something the client ignores, so that lighttpd notices a
+	 * client that left (docs/RELIABILITY.md "How a client that leaves is
+	 * noticed"); NULL when the response cannot carry one. */
+	enum ts_err (*keepalive)(struct relay *r, struct ts_buf *out);
+	/* Appends the end for finish f (never CANCELLED: a client that left
+	 * gets nothing more); v is the sequence's last view. */
+	enum ts_err (*end)(struct relay *r, struct ts_buf *out,
+	    enum engine_finish f, const struct engine_view *v);
+	/* Frees the response state (r->resp); may be NULL. */
+	void (*free)(struct relay *r);
+	int tokens_reach_client;   /* token() writes to the client: a
+				    * keep-alive is due only after silence */
+	/* With several choices (relay_add_choice: the OpenAI API's n):
+	 * appends what ends choice `choice` (its finish_reason), called as
+	 * each one finishes, the last one too, before end(); NULL for
+	 * responses of one choice (never called with one). */
+	enum ts_err (*choice_end)(struct relay *r, struct ts_buf *out,
+	    uint32_t choice, enum engine_finish f,
+	    const struct engine_view *v);
+};
+
+/* The most choices one relay carries (OPENAI_MAX_N). */
+#define RELAY_MAX_CHOICES 16
+
+/* One choice of a response: a sequence and its detokenizer. relay.c's. */
+struct relay_choice {
+	struct engine_seq *seq;
+	struct release rel;
+	uint32_t sent;                /* tokens given to ops->token */
+	uint32_t unwritten;           /* tokens encoded, unwritten */
+	uint32_t delivered;           /* tokens whose bytes were written */
+	uint32_t events;              /* its token events, unwritten */
+	int64_t last_token;           /* its last token event written: ITL
+				       * is clocked per choice, as vLLM
+				       * clocks it per sequence */
+	int ended;                    /* its end is encoded */
+};
+
+enum relay_state {
+	RELAY_MORE,     /* waiting for the engine (or time) */
+	RELAY_DONE,     /* the end is in the buffer (or nothing is left to
+			 * send: the client is gone) */
+	RELAY_FAIL      /* the response cannot go on: cancelled */
+};
+
+/* One stream being relayed. The fields are relay.c's, but for resp. */
+struct relay {
+	struct relay_env env;         /* relay_init's copy */
+	struct reply *reply;          /* borrowed from resp's owner */
+	struct engine_seq *seq;       /* choice 0's: the request's id */
+	const struct relay_ops *ops;
+	void *resp;                   /* the encoder's state */
+	struct relay_choice *ch;      /* nch choices, in index order */
+	uint32_t nch;
+	uint32_t choice;              /* the choice ops->token is called for */
+	const char *const *stop;      /* the stop strings, for more choices */
+	const size_t *stop_len;
+	size_t nstop;
+	struct ts_buf piece;          /* one token's released text */
+	uint32_t start_index;
+	uint32_t events;              /* token events encoded, unwritten */
+	int64_t keepalive_ns;         /* 0: none */
+	int64_t t0;                   /* the request's arrival */
+	int64_t last_write;           /* the last write that reaches the
+				       * client (keep-alive clock) */
+	int64_t last_token;           /* the last token event written, of
+				       * any choice (0: none yet, TTFT) */
+	int ended;                    /* the end is encoded */
+	int ends_well;                /* ... and is a complete answer */
+};
+
+/*
+ * Starts relaying sequence s (held: relay_finish releases it) for the
+ * request rp with the encoder ops/resp, in env (copied). The stop strings are the
+ * request's (copied), for the detokenizer; the arrays must stay valid
+ * until the last relay_add_choice. TS_EINVAL for stop strings
+ * text/release.h refuses (the engine took them, so this does not
+ * happen).
+ */
+enum ts_err relay_init(struct relay *r, const struct relay_env *env,
+    struct reply *rp, struct engine_seq *s, uint32_t start_index,
+    const char *const stop[], const size_t stop_len[], size_t nstop,
+    const struct relay_ops *ops, void *resp);
+
+/*
+ * Adds sequence s as the next choice (index r->nch) of the response, with
+ * the same stop strings (the caller's stop arrays must outlive the relay
+ * then). TS_ELIMIT beyond RELAY_MAX_CHOICES. The relay holds s from now
+ * on as it holds the first.
+ */
+enum ts_err relay_add_choice(struct relay *r, struct engine_seq *s);
+
+/* Names the listener that hears of every choice's news. */
+void relay_listen(struct relay *r, struct engine_listener *l);
+
+/* Appends to out what is ready at `now`: tokens, a keep-alive when one is
+ * due, the end. */
+enum relay_state relay_pump(struct relay *r, struct ts_buf *out,
+    int64_t now);
+
+/* The bytes relay_pump gave were written at `now`. */
+void relay_flushed(struct relay *r, int64_t now);
+
+/* A write failed or the client hung up (or stalled: `cause`) at `now`:
+ * the sequence is cancelled (engine_cancel). */
+void relay_gone(struct relay *r, int64_t now, enum engine_cause cause);
+
+/* When relay_pump has something to do without news: the next keep-alive,
+ * or INT64_MAX. */
+int64_t relay_deadline(const struct relay *r);
+
+/* Releases the sequence and frees the encoder's state. */
+void relay_finish(struct relay *r);
+
+/*
+ * The driver on the caller's own thread: pumps, writes, waits on the
+ * connection (conn.h: wait, listener) until the response is complete or
+ * the client is gone, then relay_finish. The unit tests drive handlers
+ * through it with a fake connection; the server uses the I/O threads
+ * (transport/io.h).
+ */
+void relay_run(struct conn *c, struct relay *r);
+
+#endif /* TS_TRANSPORT_RELAY_H */
