@@ -105,3 +105,41 @@ ctl() {
 	jq -e '.error.code == "backend_unavailable" and .error.type == "server_error"' \
 		"$BATS_TEST_TMPDIR/e"
 }
+
+@test "--help names every variable the script reads, with its default, and the commands" {
+	run "$CTL" --help
+	[ "$status" -eq 0 ]
+	help=$output
+	# What the script reads: every TOKSTREAM_ name in it, and every
+	# other upper-case variable it expands (${LIGHTTPD:-}, ...). Read
+	# from the script itself, so a variable added to the code and not
+	# to usage() fails here.
+	names=$({ grep -o 'TOKSTREAM_[A-Z_]*' "$CTL"
+		grep -o '\${[A-Z][A-Z0-9_]*' "$CTL" | cut -c3-; } | sort -u)
+	# the greps found them at all (16 TOKSTREAM_ names, GLIBC_TUNABLES,
+	# LIGHTTPD, SPAWN_FCGI on the day this was written)
+	[ "$(echo "$names" | wc -l)" -ge 19 ]
+	missing=""
+	for n in $names; do
+		grep -qw -- "$n" <<< "$help" || missing="$missing $n"
+	done
+	echo "missing from --help:$missing"
+	[ -z "$missing" ]
+	# a default written in the code (${NAME:-VALUE}) is the one shown
+	wrong=""
+	while read -r d; do
+		n=${d#\$\{}; n=${n%%[:-]*}
+		v=${d#*-}; v=${v%\}}
+		grep -qF -- "  $n=$v" <<< "$help" || wrong="$wrong $n=$v"
+	done < <(grep -o '\${[A-Z][A-Z0-9_]*:\?-[^}$]\+}' "$CTL" | sort -u)
+	echo "defaults not shown:$wrong"
+	[ -z "$wrong" ]
+	for c in start stop restart status help; do
+		grep -qE "^  $c +[a-z]" <<< "$help"
+	done
+	run "$CTL" help
+	[ "$output" = "$help" ]
+	run "$CTL" no-such-command
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--help"* ]]
+}
