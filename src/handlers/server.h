@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "handlers/options.h"
+#include "handlers/settings.h"
 #include "transport/relay.h"
 
 struct conn;

@@ -22,7 +22,7 @@
 #include "server/fcgi.h"
 #include "transport/io.h"
 #include "stores/metrics.h"
-#include "handlers/options.h"
+#include "server/options.h"
 #include "handlers/record.h"
 #include "transport/relay.h"
 #include "handlers/server.h"

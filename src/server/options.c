@@ -3,7 +3,7 @@
  * the usage text (docs/OPERATIONS.md "Responder options"). A bad value is
  * a one-line message on stderr and exit status 2.
  */
-#include "handlers/options.h"
+#include "server/options.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -33,7 +33,7 @@
 #include "transport/conn.h"
 #include "proto/http.h"
 #include "stores/metrics.h"
-#include "handlers/options.h"
+#include "handlers/settings.h"
 #include "handlers/record.h"
 #include "transport/relay.h"
 #include "proto/resume.h"

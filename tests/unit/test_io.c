@@ -41,7 +41,7 @@
 #include "transport/conn.h"
 #include "transport/io.h"
 #include "stores/metrics.h"
-#include "handlers/options.h"
+#include "handlers/settings.h"
 #include "handlers/record.h"
 #include "handlers/routes.h"
 #include "handlers/server.h"

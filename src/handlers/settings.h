@@ -1,13 +1,12 @@
 /*
- * handlers/options.h - tokstream-fcgi's settings from its command line
- * (docs/OPERATIONS.md "Responder options"): the engine's (slots, queue,
- * latency model) and the server's own (socket, state directory, SSE
- * keep-alive and retry, CORS, the backend and its files).
+ * handlers/settings.h - tokstream-fcgi's settings (struct options) from
+ * its command line (docs/OPERATIONS.md "Responder options"): the
+ * engine's (slots, queue, latency model) and the server's own (socket, state directory, SSE
+ * keep-alive and retry, CORS, the backend and its files). The handlers
+ * read them; server/options.h fills them from argv.
  */
-#ifndef TS_HANDLERS_OPTIONS_H
-#define TS_HANDLERS_OPTIONS_H
-
-#include <stdio.h>
+#ifndef TS_HANDLERS_SETTINGS_H
+#define TS_HANDLERS_SETTINGS_H
 
 #include "engine/engine.h"
 #include "handlers/inject.h"
@@ -61,17 +60,4 @@ struct options {
 	char id_prefix[16];          /* "NAME-", or "" when unnamed */
 };
 
-/* Fills *o from argv (the defaults first); on a bad option prints one
- * line and exits with status 2; on --help or --version prints and exits
- * with status 0. */
-void options_parse(struct options *o, int argc, char **argv);
-
-struct backend_args;
-
-/* The backend's share of the options (backends.h). */
-void options_backend_args(const struct options *o, struct backend_args *a);
-
-/* The usage text. */
-void options_usage(FILE *f);
-
-#endif /* TS_HANDLERS_OPTIONS_H */
+#endif /* TS_HANDLERS_SETTINGS_H */
