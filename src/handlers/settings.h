@@ -1,9 +1,9 @@
 /*
  * handlers/settings.h - tokstream-fcgi's settings (struct options) from
  * its command line (docs/OPERATIONS.md "Responder options"): the
- * engine's (slots, queue, latency model) and the server's own (socket, state directory, SSE
- * keep-alive and retry, CORS, the backend and its files). The handlers
- * read them; server/options.h fills them from argv.
+ * engine's (slots, queue, latency model) and the server's own (socket,
+ * state directory, SSE keep-alive and retry, CORS, the backend and its
+ * files). The handlers read them; server/options.h fills them from argv.
  */
 #ifndef TS_HANDLERS_SETTINGS_H
 #define TS_HANDLERS_SETTINGS_H
