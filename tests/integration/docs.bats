@@ -67,6 +67,7 @@ doccmp() {
 run_example() {
 	local d=$1 n=$2 where=$3 mode=$4 sargs=$5 loose=$6
 	local base=$BASE rc=0 keep_rundir=$RUNDIR keep_port=$PORT keep_base=$BASE
+	local t0=$EPOCHREALTIME
 	if grep -Eq 'tokbench +(cancel|lab|load|stream|ttft|itl)\b' \
 	    "$d/$n.cmd" && ! grep -qF "$DOC_BASE" "$d/$n.cmd"; then
 		echo "FAIL $where: tokbench with no --url $DOC_BASE (it would" \
@@ -75,12 +76,13 @@ run_example() {
 	fi
 	if [ -n "$sargs" ]; then
 		# shellcheck disable=SC2086
-		TS_RUNDIR='' ts_start $sargs </dev/null || {
-			echo "FAIL $where: no server with $sargs"
-			return 1
-		}
+		TS_RUNDIR='' ts_start $sargs </dev/null || rc=$?
 		RUNDIR2=$RUNDIR PORT2=$PORT base=$BASE
 		RUNDIR=$keep_rundir PORT=$keep_port BASE=$keep_base
+		if [ "$rc" -ne 0 ]; then
+			echo "FAIL $where: no server with $sargs"
+			return 1
+		fi
 	fi
 	sed "s|http://127\.0\.0\.1:8170|$base|g" "$d/$n.cmd" >"$d/$n.run"
 	(cd "$d/work" &&
@@ -105,7 +107,7 @@ run_example() {
 			head -n 60 || true
 		return 1
 	fi
-	echo "ok $where ($mode)"
+	echo "ok $where ($mode, $(calc "$EPOCHREALTIME - $t0" | cut -c1-4) s)"
 }
 
 @test "every command with its output in README.md and docs/*.md has a doctest marker" {
