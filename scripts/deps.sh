@@ -8,9 +8,10 @@ curl jq clang libclang-rt-14-dev valgrind git procps"
 # tests/integration/demo.bats (driven by the npm playwright-core, which
 # downloads no browser of its own); haproxy, the tier over several
 # fronts in tests/integration/scaleout.bats, and prometheus, which
-# scrapes the backends there with etc/prometheus/tokstream-scrape.yml.
-# scripts/check installs these too.
-TOKSTREAM_TEST_PACKAGES="chromium haproxy prometheus"
+# scrapes the backends there with etc/prometheus/tokstream-scrape.yml;
+# python3, which runs the README's standard-library Python example in
+# tests/integration/docs.bats. scripts/check installs these too.
+TOKSTREAM_TEST_PACKAGES="chromium haproxy prometheus python3"
 
 # What only the benchmarks need (scripts/bench-*): gnuplot for the PNG
 # plots. tokstream_install_deps bench installs these too.
