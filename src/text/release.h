@@ -2,8 +2,10 @@
  * text/release.h - the detokenizer of one sequence: turns generated token
  * ids into the text chunks a client may be sent, applying UTF-8 holdback
  * (text/utf8.h) and then stop strings (text/stop.h). Used per sequence by
- * /v1/... for both the stream (one chunk per token) and the whole answer.
- * No I/O, no allocation.
+ * every relay (transport/relay.c: the lab's /stream and /generate, and
+ * /v1/... for both the stream, one chunk per token, and the whole
+ * answer), by the engine to decide that a stop string ended a sequence
+ * (engine/engine.c), and by tokgen. No I/O, no allocation.
  *
  * Guarantees, for any sequence of feeds:
  *   - every chunk is valid UTF-8 (stop strings must be valid UTF-8, so a
@@ -15,7 +17,8 @@
  *   - nothing from a stop string on is ever released; text is held back
  *     only while it may still begin a stop string or ends in an incomplete
  *     character.
- * SIM_EOS_ID has no text: feeding it releases nothing. Finish reasons are
+ * An EOS token has no text (the backend gives it none): feeding it
+ * releases nothing. Finish reasons are
  * the caller's: a match (stop) ends the sequence with "stop"; at EOS or
  * max_tokens the caller calls release_finish for what is held.
  */
