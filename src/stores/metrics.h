@@ -200,7 +200,7 @@ void metrics_gauge_add(struct metrics *m, enum metrics_gauge g,
  * ("0.001", "1.0", "12.345678"). Also renders tokstream:responder_processes,
  * the number of live slots. Returns TS_OK, TS_ELIMIT when out's size
  * limit is reached (out is then as it was), TS_EINVAL if m is NULL.
- * About 8 KiB.
+ * About 8 KiB. (metrics_prom.c; the rest of this header is metrics.c.)
  */
 enum ts_err metrics_render(const struct metrics *m, struct ts_buf *out);
 
