@@ -7,7 +7,6 @@
  */
 #include "handlers/lab.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,14 +21,15 @@
 #include "stores/state.h"
 #include "handlers/submit.h"
 
-#define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
-
 /* One lab response in flight: owned by its relay from the hand-off on. */
 struct lab_resp {
 	struct reply reply;
 	struct relay relay;
 	struct http_gen_request req;
 	struct resume_id eid;        /* /stream: the id of the next event */
+	unsigned long retry_ms;      /* /stream: the retry field its first
+				      * event carries */
+	int retry_sent;              /* ... and it went into one */
 	struct ts_buf text;          /* /generate: the answer so far */
 	uint32_t text_tokens;        /* ... and its tokens */
 	uint64_t prompt_tokens;
@@ -45,33 +45,27 @@ lab_resp_free(struct relay *r)
 	free(lr);
 }
 
-/*
- * The error a finish other than "length" or "cancelled" reports: as an
- * SSE error event on a stream, as the status and body of /generate.
- * Returns 0 when the finish is not an error.
- */
-int
-lab_finish_error(int32_t error_after, enum engine_finish f,
-    struct http_error *err)
-{
-	if (f == ENGINE_FINISH_SHUTDOWN) {
-		http_error_set(err, 503, "server_error", "shutdown",
-		    "the server is shutting down");
-		return 1;
-	}
-	if (f != ENGINE_FINISH_ERROR)
-		return 0;
-	if (error_after >= 0)
-		http_error_set(err, 500, "server_error", "injected_error",
-		    "injected error after %d tokens (error_after)",
-		    (int)error_after);
-	else
-		http_error_set(err, 500, "server_error", "generation_failed",
-		    "generation failed");
-	return 1;
-}
-
 /* ---- GET /stream -------------------------------------------------- */
+
+/*
+ * The retry field (the client's reconnection time) among the first
+ * event's fields: it rides in an event with data rather than in a
+ * block of its own, which some clients (@microsoft/fetch-event-source
+ * 2.0.1) hand to onmessage as an event with empty data. WHATWG HTML 9.2.6
+ * takes "retry" in any block. Appends nothing after the first.
+ */
+static enum ts_err
+stream_retry(struct lab_resp *lr, struct ts_buf *out)
+{
+	enum ts_err rc;
+
+	if (lr->retry_sent)
+		return TS_OK;
+	rc = sse_encode_retry(out, lr->retry_ms);
+	if (rc == TS_OK)
+		lr->retry_sent = 1;
+	return rc;
+}
 
 static enum ts_err
 stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
@@ -84,17 +78,11 @@ stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	lr->eid.index = index;
 	idlen = resume_id_format(id, sizeof(id), &lr->eid);
 	if (sse_encode_id(out, id, idlen) != TS_OK ||
+	    stream_retry(lr, out) != TS_OK ||
 	    sse_encode_token(out, text, len) != TS_OK)
 		return TS_EINVAL;
 	*event = 1;
 	return TS_OK;
-}
-
-enum ts_err
-lab_sse_keepalive(struct relay *r, struct ts_buf *out)
-{
-	(void)r;
-	return ts_buf_append(out, CONST_STR_LEN(": keep-alive\n\n"));
 }
 
 /* An error event (if any) first, then exactly one [DONE] (case C12). The
@@ -110,7 +98,9 @@ stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	char id[RESUME_ID_MAX + 1];
 
 	(void)v;
-	if (lab_finish_error(lr->req.error_after, f, &err) &&
+	if (stream_retry(lr, out) != TS_OK)
+		return TS_EINVAL;
+	if (reply_finish_error(lr->req.knobs.error_after, f, &err) &&
 	    sse_encode_error(out, err.message, err.type, err.code) != TS_OK)
 		return TS_EINVAL;
 	if (f != ENGINE_FINISH_SHUTDOWN) {
@@ -123,7 +113,11 @@ stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 }
 
 static const struct relay_ops stream_ops = {
-	stream_token, lab_sse_keepalive, stream_end, lab_resp_free, 1, NULL
+	.token = stream_token,
+	.keepalive = relay_sse_keepalive,
+	.end = stream_end,
+	.free = lab_resp_free,
+	.tokens_reach_client = 1,
 };
 
 /*
@@ -151,6 +145,7 @@ stream_start(struct server *srv, struct conn *c,
 	struct resume_id id;
 	struct state_record rec;
 	const char *why;
+	int32_t after = r->knobs.error_after;
 
 	*start = 0;
 	*from = 0;
@@ -181,9 +176,9 @@ stream_start(struct server *srv, struct conn *c,
 	/* The last index this request can send: max_tokens - 1, or the
 	 * one before an injected error. */
 	last = r->max_tokens == 0 ? 0 : r->max_tokens - 1u;
-	if (r->error_after >= 0 && (uint64_t)r->error_after <= last)
-		last = r->error_after == 0 ? 0 : (uint64_t)r->error_after - 1;
-	if (r->max_tokens == 0 || r->error_after == 0 || id.index > last) {
+	if (after >= 0 && (uint64_t)after <= last)
+		last = after == 0 ? 0 : (uint64_t)after - 1;
+	if (r->max_tokens == 0 || after == 0 || id.index > last) {
 		http_error_set(err, 400, "invalid_request_error",
 		    "invalid_last_event_id", "the last event id names token "
 		    "%llu, which this request never sends",
@@ -224,21 +219,24 @@ lab_request(struct server *srv, struct engine_request *job,
 	engine_sampling_greedy(&job->sampling);
 	job->max_tokens = r->max_tokens;
 	job->start_index = start;
-	job->tpot_ms = r->tpot_ms >= 0 ? (double)r->tpot_ms : -1.0;
-	job->error_after = r->error_after;
+	job->tpot_ms = r->knobs.tpot_ms >= 0 ? (double)r->knobs.tpot_ms :
+	    -1.0;
+	job->error_after = r->knobs.error_after;
 	job->t0_ns = t0;
 	if (submit_count_prompt(srv, job, start, err))
 		return err->status;
-	job->prefill_ms = r->prefill_ms >= 0 ? (double)r->prefill_ms :
+	job->prefill_ms = r->knobs.prefill_ms >= 0 ?
+	    (double)r->knobs.prefill_ms :
 	    engine_prefill_ms(&srv->opt->engine.lat,
 	    job->prompt_tokens + start);
 	rec->resume_index = start;
 	return 0;
 }
 
-/* GET /stream: SSE, a retry line, one event per token with its id, then
- * [DONE] with the "end" id (docs/API.md). Once the 200 is sent an error
- * can only be an SSE error event, then [DONE]. */
+/* GET /stream: SSE, one event per token with its id (the first also
+ * carries the retry field), then [DONE] with the "end" id (docs/API.md).
+ * Once the 200 is sent an error can only be an SSE error event, then
+ * [DONE]. */
 void
 lab_stream(struct server *srv, struct reply *rp)
 {
@@ -263,8 +261,9 @@ lab_stream(struct server *srv, struct reply *rp)
 		goto fail;
 	}
 	lr->eid.key = resume_key(lr->req.prompt, lr->req.prompt_len,
-	    lr->req.max_tokens, lr->req.error_after);
+	    lr->req.max_tokens, lr->req.knobs.error_after);
 	lr->eid.instance = srv->opt->instance;
+	lr->retry_ms = srv->opt->retry_ms;
 	rc = stream_start(srv, c, &lr->req, lr->eid.key, &start, &from,
 	    &from_inst, &err);
 	if (rc == 400) {
@@ -299,7 +298,6 @@ lab_stream(struct server *srv, struct reply *rp)
 	if (reply_head_buf(&lr->reply, &b, 200, SSE_CONTENT_TYPE,
 	    lr->eid.stream, "Cache-Control: no-cache\r\n"
 	    "X-Accel-Buffering: no\r\n") != TS_OK ||
-	    sse_encode_retry(&b, srv->opt->retry_ms) != TS_OK ||
 	    conn_write(c, b.p, b.len) != TS_OK) {
 		engine_cancel(srv->engine, s, srv->now(),
 		    ENGINE_CAUSE_CLIENT_GONE);
@@ -321,7 +319,8 @@ fail:
 
 /* ---- POST /generate --------------------------------------------------- */
 
-enum ts_err
+/* relay_ops.token of POST /generate: gathers the answer's text. */
+static enum ts_err
 lab_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
     const char *text, size_t len, int *event)
 {
@@ -336,40 +335,6 @@ lab_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	return TS_OK;
 }
 
-/*
- * The keep-alive of an answer that is one JSON object. lighttpd notices a
- * client that left only when it writes to it (docs/RELIABILITY.md "How a
- * client that leaves is noticed"), and a JSON answer writes nothing until
- * it is complete. So an answer that takes longer than one keep-alive
- * interval commits to 200 (with X-Request-Id) and then sends a newline per
- * interval: whitespace a JSON parser skips before the value (RFC 8259
- * section 2), as S3's CompleteMultipartUpload does. An error after that
- * point arrives as the {"error":...} body of the 200. A 1xx interim
- * response would keep the status but Python's http.client takes any 1xx but
- * 100 as the final response, so it is not used.
- */
-enum ts_err
-lab_json_keepalive(struct relay *r, struct ts_buf *out)
-{
-	if (reply_head_buf(r->reply, out, 200, "application/json",
-	    engine_seq_id(r->seq), NULL) != TS_OK)
-		return TS_ELIMIT;
-	return ts_buf_append(out, "\n", 1);
-}
-
-/* Appends a whole error answer (or, after a committed 200, its body). */
-enum ts_err
-lab_json_error(struct relay *r, struct ts_buf *out,
-    const struct http_error *err, int openai)
-{
-	if (reply_head_buf(r->reply, out, err->status, "application/json",
-	    engine_seq_id(r->seq), NULL) != TS_OK ||
-	    (openai ? http_error_json_openai(err, out) :
-	    http_error_json(err, out)) != TS_OK)
-		return TS_EINVAL;
-	return ts_buf_append(out, "\n", 1);
-}
-
 static enum ts_err
 generate_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
     const struct engine_view *v)
@@ -381,8 +346,9 @@ generate_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	enum ts_err rc;
 
 	(void)v;
-	if (lab_finish_error(lr->req.error_after, f, &err))
-		return lab_json_error(r, out, &err, 0);
+	if (reply_finish_error(lr->req.knobs.error_after, f, &err))
+		return reply_error_buf(r->reply, out, &err,
+		    engine_seq_id(r->seq));
 	obj = json_pack("{s:s%,s:{s:I,s:I}}", "text",
 	    lr->text.p ? lr->text.p : "", lr->text.len, "usage",
 	    "prompt_tokens", (json_int_t)lr->prompt_tokens,
@@ -392,7 +358,8 @@ generate_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	if (s == NULL) {
 		http_error_set(&err, 500, "server_error", "encode_failed",
 		    "the response could not be encoded");
-		return lab_json_error(r, out, &err, 0);
+		return reply_error_buf(r->reply, out, &err,
+		    engine_seq_id(r->seq));
 	}
 	rc = reply_head_buf(r->reply, out, 200, "application/json",
 	    engine_seq_id(r->seq), NULL);
@@ -405,61 +372,11 @@ generate_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 }
 
 static const struct relay_ops generate_ops = {
-	lab_collect_token, lab_json_keepalive, generate_end, lab_resp_free, 0,
-	NULL
+	.token = lab_collect_token,
+	.keepalive = relay_json_keepalive,
+	.end = generate_end,
+	.free = lab_resp_free,
 };
-
-/*
- * Reads the POST body: CONTENT_LENGTH bytes, which may span many FastCGI
- * records (case C05). Over the limit: 413, after draining what was sent so
- * lighttpd can deliver the answer.
- */
-enum ts_err
-lab_read_body(struct conn *c, struct ts_buf *body, struct http_error *err)
-{
-	const char *cl = conn_param(c, "CONTENT_LENGTH");
-	char chunk[16384];
-	unsigned long long want = 0;
-	size_t got;
-	char *end;
-
-	if (*cl != '\0') {
-		errno = 0;
-		want = strtoull(cl, &end, 10);
-		if (errno != 0 || *end != '\0' || *cl == '-') {
-			http_error_set(err, 400, "invalid_request_error",
-			    "invalid_content_length",
-			    "Content-Length is not a number");
-			return TS_EINVAL;
-		}
-	}
-	if (want > HTTP_MAX_BODY_BYTES) {
-		unsigned long long left = want;
-
-		while (left > 0 && c->ops->read(c, chunk, sizeof(chunk),
-		    &got) == TS_OK && got > 0)
-			left -= got < left ? got : left;
-		http_error_set(err, 413, "invalid_request_error",
-		    "body_too_large", "the body is %llu bytes; the limit is "
-		    "%u bytes", want, HTTP_MAX_BODY_BYTES);
-		return TS_ELIMIT;
-	}
-	while (body->len < want) {
-		size_t room = want - body->len;
-
-		if (c->ops->read(c, chunk, room < sizeof(chunk) ? room :
-		    sizeof(chunk), &got) != TS_OK || got == 0)
-			break;
-		ts_buf_append(body, chunk, got);
-	}
-	if (body->len < want) {
-		http_error_set(err, 400, "invalid_request_error",
-		    "incomplete_body", "the body ended after %zu of the %llu "
-		    "bytes that Content-Length announced", body->len, want);
-		return TS_EINVAL;
-	}
-	return TS_OK;
-}
 
 /* POST /generate: the whole answer as one JSON object. */
 void
@@ -478,7 +395,7 @@ lab_generate(struct server *srv, struct reply *rp)
 	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
 	ts_buf_init(&lr->text, (size_t)HTTP_MAX_TOKENS_CAP *
 	    srv->backend->max_token_bytes);
-	if (lab_read_body(c, &body, &err) != TS_OK ||
+	if (reply_read_json(c, &body, &err) != TS_OK ||
 	    http_parse_json(body.p ? body.p : "", body.len, &lr->req, &err) !=
 	    TS_OK) {
 		reply_error(rp, &err, NULL, 0);

@@ -21,7 +21,6 @@
 #include "handlers/inject.h"
 #include "stores/metrics.h"
 #include "transport/conn.h"
-#include "handlers/lab.h"
 #include "transport/relay.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
@@ -52,6 +51,7 @@ struct v1_choice {
 				       * unsent */
 	size_t lp_off;                /* its offset in the text, bytes */
 	int role_sent;                /* its first delta went out */
+	struct engine_sampling sampling; /* its sequence's (v1_plan) */
 	uint32_t lp_upto;             /* tokens whose text was released (the
 				       * whole answer's logprobs) */
 };
@@ -355,7 +355,7 @@ v1_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	v1_fired(r, f);
 	if (vr->silent != V1_SPEAKS)
 		return TS_OK;   /* an injected cut: no finish, no [DONE] */
-	if (lab_finish_error(vr->error_after, f, &err)) {
+	if (reply_finish_error(vr->error_after, f, &err)) {
 		http_error_set_param(&err, "%s", "");
 		return openai_encode_stream_error(out, &err);
 	}
@@ -373,8 +373,12 @@ v1_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 }
 
 static const struct relay_ops v1_stream_ops = {
-	v1_stream_token, lab_sse_keepalive, v1_stream_end, v1_resp_free, 1,
-	v1_stream_choice_end
+	.token = v1_stream_token,
+	.keepalive = relay_sse_keepalive,
+	.end = v1_stream_end,
+	.free = v1_resp_free,
+	.tokens_reach_client = 1,
+	.choice_end = v1_stream_choice_end,
 };
 
 /* The done events of every call opened and not yet closed (the released
@@ -463,7 +467,7 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	v1_fired(r, f);
 	if (vr->silent != V1_SPEAKS)
 		return TS_OK;
-	if (lab_finish_error(vr->error_after, f, &err)) {
+	if (reply_finish_error(vr->error_after, f, &err)) {
 		http_error_set_param(&err, "%s", "");
 		return openai_resp_encode_error(out, &vr->rstream, &err,
 		    t->p ? t->p : "", t->len, &vr->usage);
@@ -485,7 +489,11 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 }
 
 static const struct relay_ops v1_resp_stream_ops = {
-	v1_resp_token, lab_sse_keepalive, v1_resp_end, v1_resp_free, 1, NULL
+	.token = v1_resp_token,
+	.keepalive = relay_sse_keepalive,
+	.end = v1_resp_end,
+	.free = v1_resp_free,
+	.tokens_reach_client = 1,
 };
 
 static enum ts_err
@@ -521,9 +529,10 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	v1_fired(r, f);
 	if (vr->silent != V1_SPEAKS)
 		return TS_OK;   /* an injected cut or timeout: no answer */
-	if (lab_finish_error(vr->error_after, f, &err)) {
+	if (reply_finish_error(vr->error_after, f, &err)) {
 		http_error_set_param(&err, "%s", "");
-		return lab_json_error(r, out, &err, 1);
+		return reply_error_v1_buf(r->reply, out, &err,
+		    engine_seq_id(r->seq));
 	}
 	v1_usage(vr, v);
 	if (reply_head_buf(r->reply, out, 200, "application/json",
@@ -558,20 +567,26 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		out->len = mark;
 		http_error_set(&err, 500, "server_error", "encode_failed",
 		    "the response could not be encoded");
-		return lab_json_error(r, out, &err, 1);
+		return reply_error_v1_buf(r->reply, out, &err,
+		    engine_seq_id(r->seq));
 	}
 	return TS_OK;
 }
 
 static const struct relay_ops v1_answer_ops = {
-	v1_collect_token, lab_json_keepalive, v1_answer_end, v1_resp_free, 0,
-	NULL
+	.token = v1_collect_token,
+	.keepalive = relay_json_keepalive,
+	.end = v1_answer_end,
+	.free = v1_resp_free,
 };
 
 /* An injected timeout: not a byte, not even a keep-alive, then the
  * connection closes with no answer. */
 static const struct relay_ops v1_silent_ops = {
-	v1_collect_token, NULL, v1_answer_end, v1_resp_free, 0, NULL
+	.token = v1_collect_token,
+	.keepalive = NULL,
+	.end = v1_answer_end,
+	.free = v1_resp_free,
 };
 
 /* A /v1 error before anything else was sent, in the OpenAI shape. */
@@ -677,163 +692,196 @@ v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
 	return 0;
 }
 
-/*
- * POST /v1/completions, /v1/chat/completions and /v1/responses: parse
- * (src/openai/), render the chat template (openai/chat.h), run the
- * sequence with the request's sampling and stop strings, and answer as
- * one JSON object, or as chat.completion.chunk / text_completion SSE
- * chunks, or as the Responses API's named events (OpenAI API
- * reference).
- */
-void
-v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
-{
-	struct relay_env env;
-	struct conn *c = rp->conn;
-	struct v1_resp *vr = xcalloc(1, sizeof(*vr));
-	struct http_error err;
-	struct engine_request job;
-	struct submit_record rec = { STATE_KIND_GENERATE, 0, 0, 0, 0 };
-	struct engine_seq *s = NULL;
-	struct ts_buf body, prompt, b;
-	const char *model = server_model_name(srv);
-	const char *const *models;
-	size_t n_models = server_model_names(srv, &models);
-	const char *stop[STOP_MAX];
+/* What v1_build makes of a request and v1_start runs. */
+struct v1_job {
+	struct engine_request job;    /* its sampling is each choice's in
+				       * turn (v1_choice.sampling) */
+	struct submit_record rec;
+	struct ts_buf prompt;         /* job.prompt's bytes */
+	const char *stop[STOP_MAX];   /* job.stop, for the relay */
 	size_t stop_len[STOP_MAX];
+};
+
+/* Fills ch->sampling, choice k's: the request's sampling, a seed of its
+ * own for k > 0 (v1_choice_seed over `base`), the plan's guide. */
+static void
+v1_sampling(const struct v1_resp *vr, uint32_t k, uint64_t base,
+    struct engine_sampling *sp)
+{
+	const struct v1_choice *ch = &vr->ch[k];
+
+	engine_sampling_defaults(sp);
+	sp->temperature = vr->req.temperature;
+	sp->top_p = vr->req.top_p;
+	sp->has_seed = vr->req.has_seed || k > 0;
+	sp->seed = k == 0 ? (uint64_t)vr->req.seed : v1_choice_seed(base, k);
+	sp->ignore_eos = vr->req.ignore_eos;
+	if (ch->plan.guided) {
+		sp->guide = ch->plan.guide.p != NULL ? ch->plan.guide.p : "";
+		sp->guide_len = ch->plan.guide.len;
+	}
+	if (vr->req.logprobs)
+		sp->logprobs = 1 + vr->req.top_logprobs;
+}
+
+/*
+ * Plans each of the request's n choices (tool calls, a JSON guide, an
+ * echo: openai/plan.h) and fills its sampling. Returns 0, or 1 with *err
+ * filled (a plan refused, or guided output on a backend without it).
+ */
+static int
+v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
+    struct http_error *err)
+{
+	const struct engine_request *job = &vj->job;
 	uint64_t base, pbase;
 	uint32_t k;
+
+	base = vr->req.has_seed ? (uint64_t)vr->req.seed :
+	    rng_seed_of(job->prompt, job->prompt_len);
+	/* the plan (tool call ids and arguments) depends on the prompt too,
+	 * so each turn of an agent loop with a fixed seed gets new ids */
+	pbase = rng_seed_of(job->prompt, job->prompt_len) ^ (vr->req.has_seed ?
+	    rng_mix64((uint64_t)vr->req.seed) : 0);
+	vr->n = vr->req.n;
+	vr->ch = xcalloc(vr->n, sizeof(*vr->ch));
+	for (k = 0; k < vr->n; k++) {
+		struct v1_choice *ch = &vr->ch[k];
+
+		ts_buf_init(&ch->text, (size_t)HTTP_MAX_TOKENS_CAP *
+		    srv->backend->max_token_bytes * 3);
+		if (openai_plan_make(&vr->req, v1_choice_seed(pbase, k),
+		    srv->opt->echo, &ch->plan, err) != TS_OK)
+			return 1;
+		if (ch->plan.guided && !srv->backend->guided) {
+			http_error_set(err, 400, "invalid_request_error",
+			    "unsupported_parameter", "The %s backend cannot "
+			    "make tool calls, JSON output or echoes (it has "
+			    "no guided decoding).", srv->backend->name);
+			return 1;
+		}
+		v1_sampling(vr, k, base, &ch->sampling);
+	}
+	return 0;
+}
+
+/*
+ * Fills the engine request of a parsed, planned request: max_tokens,
+ * the latency (an injected timeout's, else the lab knobs', else the
+ * latency model's), error_after, the stop strings (not for tool calls or
+ * a JSON instance, which must stay whole: the guide ends them) and the
+ * state record's kind.
+ */
+static void
+v1_fill(struct server *srv, struct reply *rp, struct v1_resp *vr,
+    struct v1_job *vj)
+{
+	struct engine_request *job = &vj->job;
+	const struct knobs *kn = &vr->req.knobs;
 	size_t i;
 
-	vr->reply = *rp;
+	if (vr->req.max_tokens < job->max_tokens || job->max_tokens == 0)
+		job->max_tokens = vr->req.max_tokens;
+	if (job->prefill_ms < 0) {
+		job->prefill_ms = kn->prefill_ms >= 0 ?
+		    (double)kn->prefill_ms :
+		    engine_prefill_ms(&srv->opt->engine.lat,
+		    job->prompt_tokens);
+		job->prefill_per_token_ms = kn->prefill_ms >= 0 ? 0.0 :
+		    srv->opt->engine.lat.prefill_per_token_ms;
+	}
+	job->tpot_ms = kn->tpot_ms >= 0 ? (double)kn->tpot_ms : -1.0;
+	if (job->error_after < 0)
+		job->error_after = kn->error_after;
+	vr->error_after = job->error_after;
+	job->t0_ns = rp->t0;
+	vj->rec.kind = vr->req.stream ? STATE_KIND_STREAM :
+	    STATE_KIND_GENERATE;
+	for (i = 0; !v1_structured(&vr->req) && i < vr->req.n_stop &&
+	    i < STOP_MAX; i++) {
+		vj->stop[i] = job->stop[i] = vr->req.stop[i].s;
+		vj->stop_len[i] = job->stop_len[i] = vr->req.stop[i].len;
+	}
+	job->nstop = i;
+	job->sampling = vr->ch[0].sampling;
+}
+
+/*
+ * Builds a /v1 request's job, with no side effect on the engine: reads
+ * the body (reply_read_json: the size and depth limits), parses it
+ * (src/openai/), renders the prompt (openai/chat.h) and counts its
+ * tokens, applies failure injection, checks what the backend can do,
+ * plans each choice and fills the engine request (vj). Returns 0, or 1
+ * when the request was answered (an error, or an injected HTTP failure).
+ */
+static int
+v1_build(struct server *srv, struct reply *rp, enum openai_kind kind,
+    struct v1_resp *vr, struct v1_job *vj)
+{
+	struct http_error err;
+	struct ts_buf body;
+	const char *const *models;
+	size_t n_models = server_model_names(srv, &models);
+	struct engine_request *job = &vj->job;
+	enum ts_err rc;
+
 	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
-	ts_buf_init(&prompt, 2 * HTTP_MAX_BODY_BYTES);
-	ts_buf_init(&b, 4096);
-	if (lab_read_body(c, &body, &err) != TS_OK) {
-		http_error_set_param(&err, "%s", "");
-		v1_fail(rp, &err, NULL);
-		goto fail;
-	}
-	if (openai_parse_request(kind, body.p ? body.p : "", body.len, models,
-	    n_models, &vr->req, &err) != TS_OK) {
-		v1_fail(rp, &err, NULL);
-		goto fail;
-	}
-	if (kind != OPENAI_COMPLETIONS) {
-		if (openai_chat_prompt(&vr->req, &prompt) != TS_OK) {
-			http_error_set(&err, 400, "invalid_request_error",
-			    "invalid_value", "the messages are too long");
-			v1_fail(rp, &err, NULL);
-			goto fail;
-		}
-	} else if (ts_buf_append(&prompt, vr->req.prompt,
-	    vr->req.prompt_len) != TS_OK) {
+	rc = reply_read_json(rp->conn, &body, &err);
+	if (rc == TS_OK)
+		rc = openai_parse_request(kind, body.p ? body.p : "",
+		    body.len, models, n_models, &vr->req, &err);
+	ts_buf_free(&body);
+	if (rc != TS_OK)
+		goto refuse;
+	if (kind != OPENAI_COMPLETIONS ?
+	    openai_chat_prompt(&vr->req, &vj->prompt) != TS_OK :
+	    ts_buf_append(&vj->prompt, vr->req.prompt, vr->req.prompt_len) !=
+	    TS_OK) {
 		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", "the prompt is too long");
-		v1_fail(rp, &err, NULL);
-		goto fail;
+		    "invalid_value", kind != OPENAI_COMPLETIONS ?
+		    "the messages are too long" : "the prompt is too long");
+		goto refuse;
 	}
-	memset(&job, 0, sizeof(job));
-	job.prefill_ms = -1.0;
-	job.error_after = -1;
-	job.prompt = prompt.p ? prompt.p : "";
-	job.prompt_len = prompt.len;
-	job.model = 0;      /* the backend's default model is the one served */
-	job.prefix_cache = 1;
-	if (submit_count_prompt(srv, &job, 0, &err)) {
-		v1_fail(rp, &err, NULL);
-		goto fail;
-	}
-	if (v1_inject(srv, rp, vr, &job, &err) != 0)
-		goto fail;
+	job->prefill_ms = -1.0;
+	job->error_after = -1;
+	job->prompt = vj->prompt.p ? vj->prompt.p : "";
+	job->prompt_len = vj->prompt.len;
+	job->model = 0;     /* the backend's default model is the one served */
+	job->prefix_cache = 1;
+	if (submit_count_prompt(srv, job, 0, &err))
+		goto refuse;
+	if (v1_inject(srv, rp, vr, job, &err) != 0)
+		return 1;
 	if (vr->req.logprobs && srv->backend->logprobs == NULL) {
 		http_error_set(&err, 400, "invalid_request_error",
 		    "unsupported_parameter", "The %s backend has no "
 		    "logprobs.", srv->backend->name);
 		http_error_set_param(&err, "logprobs");
-		v1_fail(rp, &err, NULL);
-		goto fail;
+		goto refuse;
 	}
-	base = vr->req.has_seed ? (uint64_t)vr->req.seed :
-	    rng_seed_of(job.prompt, job.prompt_len);
-	/* the plan (tool call ids and arguments) depends on the prompt too,
-	 * so each turn of an agent loop with a fixed seed gets new ids */
-	pbase = rng_seed_of(job.prompt, job.prompt_len) ^ (vr->req.has_seed ?
-	    rng_mix64((uint64_t)vr->req.seed) : 0);
-	vr->n = vr->req.n;
-	vr->ch = xcalloc(vr->n, sizeof(*vr->ch));
-	for (k = 0; k < vr->n; k++) {
-		ts_buf_init(&vr->ch[k].text, (size_t)HTTP_MAX_TOKENS_CAP *
-		    srv->backend->max_token_bytes * 3);
-		if (openai_plan_make(&vr->req, v1_choice_seed(pbase, k),
-		    srv->opt->echo, &vr->ch[k].plan, &err) != TS_OK) {
-			v1_fail(rp, &err, NULL);
-			goto fail;
-		}
-		if (vr->ch[k].plan.guided && !srv->backend->guided) {
-			http_error_set(&err, 400, "invalid_request_error",
-			    "unsupported_parameter", "The %s backend cannot "
-			    "make tool calls, JSON output or echoes (it has "
-			    "no guided decoding).", srv->backend->name);
-			v1_fail(rp, &err, NULL);
-			goto fail;
-		}
-	}
-	if (vr->req.max_tokens < job.max_tokens || job.max_tokens == 0)
-		job.max_tokens = vr->req.max_tokens;
-	if (job.prefill_ms < 0) {
-		job.prefill_ms = vr->req.prefill_ms >= 0 ?
-		    (double)vr->req.prefill_ms :
-		    engine_prefill_ms(&srv->opt->engine.lat,
-		    job.prompt_tokens);
-		job.prefill_per_token_ms = vr->req.prefill_ms >= 0 ? 0.0 :
-		    srv->opt->engine.lat.prefill_per_token_ms;
-	}
-	job.tpot_ms = vr->req.tpot_ms >= 0 ? (double)vr->req.tpot_ms : -1.0;
-	if (job.error_after < 0)
-		job.error_after = vr->req.error_after;
-	vr->error_after = job.error_after;
-	job.t0_ns = rp->t0;
-	rec.kind = vr->req.stream ? STATE_KIND_STREAM : STATE_KIND_GENERATE;
-	/* stop strings cut text: not tool calls or a JSON instance, which
-	 * must stay whole (the guide ends them) */
-	for (i = 0; !v1_structured(&vr->req) && i < vr->req.n_stop &&
-	    i < STOP_MAX; i++) {
-		stop[i] = job.stop[i] = vr->req.stop[i].s;
-		stop_len[i] = job.stop_len[i] = vr->req.stop[i].len;
-	}
-	job.nstop = i;
-	/* each choice its own sequence: n slots, as vLLM's n */
-	for (k = 0; k < vr->n; k++) {
-		struct v1_choice *ch = &vr->ch[k];
+	if (v1_plan(srv, vr, vj, &err) != 0)
+		goto refuse;
+	v1_fill(srv, rp, vr, vj);
+	return 0;
+refuse:
+	v1_fail(rp, &err, NULL);
+	return 1;
+}
 
-		engine_sampling_defaults(&job.sampling);
-		job.sampling.temperature = vr->req.temperature;
-		job.sampling.top_p = vr->req.top_p;
-		job.sampling.has_seed = vr->req.has_seed || k > 0;
-		job.sampling.seed = k == 0 ? (uint64_t)vr->req.seed :
-		    v1_choice_seed(base, k);
-		job.sampling.ignore_eos = vr->req.ignore_eos;
-		if (ch->plan.guided) {
-			job.sampling.guide = ch->plan.guide.p != NULL ?
-			    ch->plan.guide.p : "";
-			job.sampling.guide_len = ch->plan.guide.len;
-		}
-		if (vr->req.logprobs)
-			job.sampling.logprobs = 1 + vr->req.top_logprobs;
-		if (submit(srv, &job, &rec, c, &ch->seq, &err) != TS_OK) {
-			v1_fail(rp, &err, "Retry-After: 1\r\n");
-			goto fail;
-		}
-	}
-	s = vr->ch[0].seq;
+/* The response's metadata, from its first sequence s. */
+static void
+v1_meta(struct server *srv, struct v1_resp *vr, enum openai_kind kind,
+    struct engine_seq *s, const struct engine_request *job)
+{
+	const char *model = server_model_name(srv);
+
 	vr->meta.kind = kind;
 	vr->meta.id = engine_seq_id(s);
 	vr->meta.created = (int64_t)time(NULL);
 	vr->meta.model = model;
 	vr->meta.model_len = strlen(model);
 	vr->meta.id_prefix = srv->opt->id_prefix;
-	vr->usage.prompt_tokens = (uint32_t)job.prompt_tokens;
+	vr->usage.prompt_tokens = (uint32_t)job->prompt_tokens;
 	vr->rmeta.id = vr->meta.id;
 	vr->rmeta.id_prefix = vr->meta.id_prefix;
 	vr->rmeta.created_at = vr->meta.created;
@@ -848,40 +896,87 @@ v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
 	vr->rmeta.tools = vr->req.tools_raw;
 	vr->rmeta.tool_choice = vr->req.tool_choice_raw;
 	vr->rmeta.parallel_tool_calls = vr->req.parallel_tool_calls;
-	ts_buf_free(&body);
-	ts_buf_free(&prompt);
+}
+
+/* The relay ops of a response: silent, one answer, or a stream. */
+static const struct relay_ops *
+v1_ops(const struct v1_resp *vr, enum openai_kind kind)
+{
+	if (vr->silent == V1_SILENT_ALL)
+		return &v1_silent_ops;
+	if (!vr->req.stream)
+		return &v1_answer_ops;
+	return kind == OPENAI_RESPONSES ? &v1_resp_stream_ops :
+	    &v1_stream_ops;
+}
+
+/*
+ * Starts a built request: submits each choice's sequence (n slots, as
+ * vLLM's n), sends a stream's head (and the Responses API's opening
+ * events), and hands the response to its relay, which owns vr from then
+ * on. Returns 0, or 1 when it could not start (a refused submit, answered
+ * with its error; a client gone): the caller discards vr then, which
+ * cancels the choices already submitted.
+ */
+static int
+v1_start(struct server *srv, struct reply *rp, enum openai_kind kind,
+    struct v1_resp *vr, struct v1_job *vj)
+{
+	struct relay_env env;
+	struct http_error err;
+	struct engine_seq *s;
+	struct ts_buf b;
+	uint32_t k;
+
+	for (k = 0; k < vr->n; k++) {
+		vj->job.sampling = vr->ch[k].sampling;
+		if (submit(srv, &vj->job, &vj->rec, rp->conn, &vr->ch[k].seq,
+		    &err) != TS_OK) {
+			v1_fail(rp, &err, "Retry-After: 1\r\n");
+			return 1;
+		}
+	}
+	s = vr->ch[0].seq;
+	v1_meta(srv, vr, kind, s, &vj->job);
 	if (vr->req.stream && vr->silent != V1_SILENT_ALL) {
+		enum ts_err rc;
+
 		openai_stream_init(&vr->stream, &vr->meta,
 		    vr->req.include_usage);
 		openai_resp_stream_init(&vr->rstream, &vr->rmeta);
-		if (reply_head_buf(&vr->reply, &b, 200, SSE_CONTENT_TYPE,
+		ts_buf_init(&b, 4096);
+		rc = reply_head_buf(&vr->reply, &b, 200, SSE_CONTENT_TYPE,
 		    vr->meta.id, "Cache-Control: no-cache\r\n"
-		    "X-Accel-Buffering: no\r\n") != TS_OK ||
-		    (kind == OPENAI_RESPONSES && (vr->ch[0].plan.ncalls > 0 ?
-		    openai_resp_encode_start_calls(&b, &vr->rstream) :
-		    openai_resp_encode_start(&b, &vr->rstream)) != TS_OK) ||
-		    conn_write(c, b.p, b.len) != TS_OK)
-			goto fail;
+		    "X-Accel-Buffering: no\r\n");
+		if (rc == TS_OK && kind == OPENAI_RESPONSES)
+			rc = vr->ch[0].plan.ncalls > 0 ?
+			    openai_resp_encode_start_calls(&b, &vr->rstream) :
+			    openai_resp_encode_start(&b, &vr->rstream);
+		if (rc == TS_OK)
+			rc = conn_write(rp->conn, b.p, b.len);
+		ts_buf_free(&b);
+		if (rc != TS_OK)
+			return 1;
 	}
-	ts_buf_free(&b);
 	env = server_relay_env(srv);
-	relay_init(&vr->relay, &env, &vr->reply, s, 0, stop, stop_len,
-	    job.nstop, vr->silent == V1_SILENT_ALL ? &v1_silent_ops :
-	    !vr->req.stream ? &v1_answer_ops :
-	    kind == OPENAI_RESPONSES ? &v1_resp_stream_ops : &v1_stream_ops,
-	    vr);
+	relay_init(&vr->relay, &env, &vr->reply, s, 0, vj->stop, vj->stop_len,
+	    vj->job.nstop, v1_ops(vr, kind), vr);
 	for (k = 1; k < vr->n; k++)
 		(void)relay_add_choice(&vr->relay, vr->ch[k].seq);
-	server_stream(srv, c, &vr->relay);
-	return;
-fail:
-	ts_buf_free(&body);
-	ts_buf_free(&prompt);
-	ts_buf_free(&b);
+	server_stream(srv, rp->conn, &vr->relay);
+	return 0;
+}
+
+/* Frees a response that never reached its relay, cancelling the choices
+ * submitted (a later choice's 429, a client gone): not generated for
+ * anybody. */
+static void
+v1_discard(struct server *srv, struct v1_resp *vr)
+{
+	uint32_t k;
+
 	for (k = 0; vr->ch != NULL && k < vr->n; k++) {
 		if (vr->ch[k].seq != NULL) {
-			/* submitted, then refused (a later choice's 429, a
-			 * client gone): not generated for anybody */
 			engine_cancel(srv->engine, vr->ch[k].seq, srv->now(),
 			    ENGINE_CAUSE_CLIENT_GONE);
 			engine_release(srv->engine, vr->ch[k].seq);
@@ -892,6 +987,28 @@ fail:
 	free(vr->ch);
 	openai_request_free(&vr->req);
 	free(vr);
+}
+
+/*
+ * POST /v1/completions, /v1/chat/completions and /v1/responses: build the
+ * job (v1_build), then start it (v1_start): answered as one JSON object,
+ * or as chat.completion.chunk / text_completion SSE chunks, or as the
+ * Responses API's named events (OpenAI API reference).
+ */
+void
+v1_generate(struct server *srv, struct reply *rp, enum openai_kind kind)
+{
+	struct v1_resp *vr = xcalloc(1, sizeof(*vr));
+	struct v1_job vj;
+
+	memset(&vj, 0, sizeof(vj));
+	vj.rec.kind = STATE_KIND_GENERATE;
+	ts_buf_init(&vj.prompt, 2 * HTTP_MAX_BODY_BYTES);
+	vr->reply = *rp;
+	if (v1_build(srv, rp, kind, vr, &vj) != 0 ||
+	    v1_start(srv, rp, kind, vr, &vj) != 0)
+		v1_discard(srv, vr);
+	ts_buf_free(&vj.prompt);
 }
 
 /* The served model's description; mi->id is the first served name. */

@@ -33,8 +33,8 @@
 #define OPENAI_MAX_STOP 4                  /* stop sequences, as OpenAI */
 #define OPENAI_MAX_STOP_BYTES 64           /* bytes per stop sequence */
 #define OPENAI_MAX_N 16                    /* choices per request ("n") */
-#define OPENAI_MAX_DEPTH 64                /* nesting of a body's arrays and
-					    * objects */
+#define OPENAI_MAX_DEPTH HTTP_MAX_JSON_DEPTH /* nesting of a body's arrays
+					    * and objects: every endpoint's */
 #define OPENAI_MAX_TOOLS 128               /* tools per request, as OpenAI */
 #define OPENAI_MAX_TOOL_NAME 64            /* a function name's bytes */
 #define OPENAI_MAX_TOP_LOGPROBS 20         /* chat top_logprobs, as OpenAI */

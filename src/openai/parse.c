@@ -75,40 +75,9 @@ request_defaults(struct openai_request *r, enum openai_kind kind)
 	    OPENAI_CHAT_DEFAULT_MAX_TOKENS;
 	r->temperature = 1.0;
 	r->top_p = 1.0;
-	r->prefill_ms = -1;
-	r->tpot_ms = -1;
-	r->error_after = -1;
+	knobs_defaults(&r->knobs);
 	r->parallel_tool_calls = 1;
 	r->n = 1;
-}
-
-/* 1 when the JSON text (p, len) opens more than `max` arrays and objects
- * at once (brackets inside strings do not count); a byte scan, so a
- * hostile body costs no recursion. */
-static int
-nested_over(const char *p, size_t len, int max)
-{
-	int depth = 0, in_str = 0;
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		char c = p[i];
-
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = 0;
-		} else if (c == '"') {
-			in_str = 1;
-		} else if (c == '[' || c == '{') {
-			if (++depth > max)
-				return 1;
-		} else if (c == ']' || c == '}') {
-			depth--;
-		}
-	}
-	return 0;
 }
 
 /* True when v is the JSON string `lit` exactly (NUL bytes included). */
@@ -1357,35 +1326,6 @@ parse_logprobs(const json_t *root, struct openai_request *req,
 	return TS_OK;
 }
 
-/* The lab knobs (http.h), with the lab endpoints' caps. */
-static enum ts_err
-parse_lab(const json_t *root, struct openai_request *req,
-    struct http_error *err)
-{
-	static const struct {
-		const char *name;
-		long long max;
-	} knobs[] = {
-		{ "prefill_ms", HTTP_MAX_PREFILL_MS },
-		{ "tpot_ms", HTTP_MAX_TPOT_MS },
-		{ "error_after", HTTP_MAX_TOKENS_CAP },
-	};
-	int32_t *dst[] = { &req->prefill_ms, &req->tpot_ms,
-	    &req->error_after };
-	size_t k;
-
-	for (k = 0; k < sizeof(knobs) / sizeof(knobs[0]); k++) {
-		long long v;
-		int r = get_int(root, knobs[k].name, 0, knobs[k].max, &v, err);
-
-		if (r < 0)
-			return TS_EINVAL;
-		if (r > 0)
-			*dst[k] = (int32_t)v;
-	}
-	return TS_OK;
-}
-
 void
 openai_model_not_found(struct http_error *err, const char *asked,
     size_t asked_len, const char *const *models, size_t n_models)
@@ -1439,13 +1379,11 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		    "\"prompt\":\"hi\"");
 		return TS_EINVAL;
 	}
-	/* jansson reads 2,048 levels, recursively, and so do the encoders
-	 * and the schema generator on what is kept, on threads with small
-	 * stacks: deeper bodies are refused before they are parsed */
-	if (nested_over(body, len, OPENAI_MAX_DEPTH)) {
-		http_error_set(err, 400, ERR_TYPE, "invalid_json",
-		    "The body nests arrays and objects more than %d levels "
-		    "deep, tokstream's limit.", OPENAI_MAX_DEPTH);
+	/* the server's body reader refuses these already
+	 * (transport/reply.h: reply_read_json); checked here too, as the
+	 * encoders and the schema generator rely on it whoever calls */
+	if (http_json_too_deep(body, len, OPENAI_MAX_DEPTH)) {
+		http_error_too_deep(err);
 		return TS_EINVAL;
 	}
 	/* Duplicate keys are refused, as on the lab endpoints: no silent
@@ -1532,7 +1470,7 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		req->seed = (int64_t)v;
 	}
 	if (get_bool(root, "ignore_eos", "ignore_eos", &req->ignore_eos,
-	    err) < 0 || parse_lab(root, req, err) != TS_OK)
+	    err) < 0 || knobs_from_json(root, &req->knobs, err) != TS_OK)
 		goto out;
 	/* Last: a malformed request is a 400 whatever its model. */
 	for (k = 0; k < n_models; k++)

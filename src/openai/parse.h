@@ -90,9 +90,8 @@ struct openai_request {
 	int has_seed;            /* 1: `seed` was given */
 	int64_t seed;            /* any int64; 0 without has_seed */
 	int ignore_eos;          /* vLLM: 1 = generate max_tokens tokens */
-	int32_t prefill_ms;      /* lab knobs as in http.h: -1, or the */
-	int32_t tpot_ms;         /* override in ms / the token index of */
-	int32_t error_after;     /* an injected error */
+	struct knobs knobs;      /* the lab knobs (proto/knobs.h): -1, or
+				  * the override */
 	/* logprobs: chat "logprobs": true with "top_logprobs" 0..20;
 	 * completions "logprobs": N (0..5) */
 	int logprobs;            /* 1: every token carries its logprob */
@@ -134,7 +133,8 @@ void openai_request_free(struct openai_request *r);
  * temperature, top_p, n (only 1), stream, stream_options
  * ({include_usage}: only with stream true), stop (a string or an array
  * of up to 4; each 1..64 bytes), seed, ignore_eos, and the lab knobs
- * prefill_ms, tpot_ms, error_after with http.h's caps. OPENAI_RESPONSES
+ * prefill_ms, tpot_ms, error_after (proto/knobs.h: the lab endpoints'
+ * table, ranges and error codes). OPENAI_RESPONSES
  * takes input (required: a string, or 1..256 message items {["type":
  * "message"], role, content: string or non-empty array of {"type":
  * "input_text"|"output_text","text"}}), instructions (a string),

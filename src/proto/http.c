@@ -31,9 +31,7 @@ request_defaults(struct http_gen_request *r)
 	r->prompt = NULL;
 	r->prompt_len = 0;
 	r->max_tokens = HTTP_DEFAULT_MAX_TOKENS;
-	r->prefill_ms = -1;
-	r->tpot_ms = -1;
-	r->error_after = -1;
+	knobs_defaults(&r->knobs);
 	r->last_event_id = NULL;
 	r->last_event_id_len = 0;
 }
@@ -136,44 +134,58 @@ parse_uint(const char *s, size_t len, long max, long *out)
 	return 0;
 }
 
-/* The integer parameters both request forms share, with their limits. */
-struct int_param {
-	const char *name;
-	long min, max;
-	const char *code;
-};
-
-static const struct int_param int_params[] = {
-	{ "max_tokens", 0, HTTP_MAX_TOKENS_CAP, "invalid_max_tokens" },
-	{ "prefill_ms", 0, HTTP_MAX_PREFILL_MS, "invalid_prefill_ms" },
-	{ "tpot_ms", 0, HTTP_MAX_TPOT_MS, "invalid_tpot_ms" },
-	{ "error_after", 0, HTTP_MAX_TOKENS_CAP, "invalid_error_after" },
-};
-#define N_INT_PARAMS (sizeof(int_params) / sizeof(int_params[0]))
-
+/* The error of a max_tokens that is negative, or else not an integer
+ * from 0 to the cap: the one integer of the lab's requests that is not a
+ * knob (the /v1 endpoints read their own, with other defaults). */
 static void
-store_int(struct http_gen_request *req, size_t which, long v)
+max_tokens_error(struct http_error *err, int negative)
 {
-	switch (which) {
-	case 0: req->max_tokens = (uint32_t)v; break;
-	case 1: req->prefill_ms = (int32_t)v; break;
-	case 2: req->tpot_ms = (int32_t)v; break;
-	case 3: req->error_after = (int32_t)v; break;
-	}
+	if (negative)
+		http_error_set(err, 400, ERR_TYPE, "invalid_max_tokens",
+		    "max_tokens must not be negative");
+	else
+		http_error_set(err, 400, ERR_TYPE, "invalid_max_tokens",
+		    "max_tokens must be an integer from 0 to %d",
+		    HTTP_MAX_TOKENS_CAP);
 }
 
-static void
-range_error(struct http_error *err, const struct int_param *p)
+/*
+ * Reads the query value (s, len) of max_tokens (kn NULL) or of knob kn
+ * into req. TS_OK, or TS_EINVAL with *err filled: a negative number is
+ * "must not be negative", anything else not a number in range is out of
+ * range, under the knob's code (knobs.h) or invalid_max_tokens.
+ */
+static enum ts_err
+query_int(const char *s, size_t len, const struct knob *kn,
+    struct http_gen_request *req, struct http_error *err)
 {
-	http_error_set(err, 400, ERR_TYPE, p->code,
-	    "%s must be an integer from %ld to %ld", p->name, p->min, p->max);
+	long v;
+	int r = parse_uint(s, len, kn != NULL ? kn->max : HTTP_MAX_TOKENS_CAP,
+	    &v);
+
+	if (kn != NULL) {
+		if (r == -1 || r == -3) {
+			knobs_range_error(kn, err);
+			return TS_EINVAL;
+		}
+		/* -2, negative: knobs_set refuses it with its message */
+		return knobs_set(kn, &req->knobs, r == -2 ? -1 : v, err);
+	}
+	if (r != 0) {
+		max_tokens_error(err, r == -2);
+		return TS_EINVAL;
+	}
+	req->max_tokens = (uint32_t)v;
+	return TS_OK;
 }
 
 enum ts_err
 http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
     struct http_error *err)
 {
-	unsigned seen = 0;              /* bit per known parameter */
+	unsigned seen = 0;              /* bit per known parameter: the
+					 * knobs by row, then max_tokens,
+					 * prompt, last_event_id */
 	size_t pos = 0, nparams = 0;
 	char *buf = NULL, *nbuf = NULL;
 	int known;
@@ -186,6 +198,7 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 		const char *pair = qs + pos, *eq;
 		size_t plen, nlen, vlen, bad;
 		char name[128];
+		const struct knob *kn;
 		size_t k;
 
 		{
@@ -242,45 +255,30 @@ http_parse_query(const char *qs, size_t len, struct http_gen_request *req,
 		if (!known)
 			continue;
 		if (strcmp(name, "last_event_id") == 0) {
-			if (seen & 1u << (N_INT_PARAMS + 1))
+			if (seen & 1u << (KNOBS_N + 2))
 				goto twice;
-			seen |= 1u << (N_INT_PARAMS + 1);
+			seen |= 1u << (KNOBS_N + 2);
 			req->last_event_id = xstrndup(buf, vlen);
 			req->last_event_id_len = vlen;
 			continue;
 		}
 		if (strcmp(name, "prompt") == 0) {
-			if (seen & 1u << N_INT_PARAMS)
+			if (seen & 1u << (KNOBS_N + 1))
 				goto twice;
-			seen |= 1u << N_INT_PARAMS;
+			seen |= 1u << (KNOBS_N + 1);
 			req->prompt = xstrndup(buf, vlen);
 			req->prompt_len = vlen;
 			continue;
 		}
-		for (k = 0; k < N_INT_PARAMS; k++) {
-			long v;
-			int r;
-
-			if (strcmp(name, int_params[k].name) != 0)
-				continue;
-			if (seen & 1u << k)
-				goto twice;
-			seen |= 1u << k;
-			r = parse_uint(buf, vlen, int_params[k].max, &v);
-			if (r == -2) {
-				http_error_set(err, 400, ERR_TYPE,
-				    int_params[k].code,
-				    "%s must not be negative",
-				    int_params[k].name);
-				goto out;
-			}
-			if (r != 0) {
-				range_error(err, &int_params[k]);
-				goto out;
-			}
-			store_int(req, k, v);
-			break;
-		}
+		kn = knobs_find(name, strlen(name));
+		if (kn == NULL && strcmp(name, "max_tokens") != 0)
+			continue;
+		k = kn != NULL ? (size_t)(kn - knobs_table) : KNOBS_N;
+		if (seen & 1u << k)
+			goto twice;
+		seen |= 1u << k;
+		if (query_int(buf, vlen, kn, req, err) != TS_OK)
+			goto out;
 		continue;
 twice:
 		http_error_set(err, 400, ERR_TYPE, "duplicate_param",
@@ -301,6 +299,40 @@ out:
 	return rc;
 }
 
+int
+http_json_too_deep(const char *p, size_t len, int max)
+{
+	int depth = 0, in_str = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+		} else if (c == '"') {
+			in_str = 1;
+		} else if (c == '[' || c == '{') {
+			if (++depth > max)
+				return 1;
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+void
+http_error_too_deep(struct http_error *err)
+{
+	http_error_set(err, 400, ERR_TYPE, "invalid_json",
+	    "The body nests arrays and objects more than %d levels deep, "
+	    "tokstream's limit.", HTTP_MAX_JSON_DEPTH);
+}
+
 enum ts_err
 http_parse_json(const char *body, size_t len, struct http_gen_request *req,
     struct http_error *err)
@@ -308,7 +340,6 @@ http_parse_json(const char *body, size_t len, struct http_gen_request *req,
 	json_error_t jerr;
 	json_t *root, *v;
 	enum ts_err rc = TS_EINVAL;
-	size_t k;
 
 	request_defaults(req);
 	if (len == 0) {
@@ -342,28 +373,18 @@ http_parse_json(const char *body, size_t len, struct http_gen_request *req,
 		    "\"prompt\" must be a string");
 		goto out;
 	}
-	for (k = 0; k < N_INT_PARAMS; k++) {
-		json_int_t iv;
-
-		v = json_object_get(root, int_params[k].name);
-		if (v == NULL || json_is_null(v))
-			continue;
-		if (!json_is_integer(v)) {
-			range_error(err, &int_params[k]);
+	v = json_object_get(root, "max_tokens");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > HTTP_MAX_TOKENS_CAP) {
+			max_tokens_error(err, json_is_integer(v) &&
+			    json_integer_value(v) < 0);
 			goto out;
 		}
-		iv = json_integer_value(v);
-		if (iv < 0) {
-			http_error_set(err, 400, ERR_TYPE, int_params[k].code,
-			    "%s must not be negative", int_params[k].name);
-			goto out;
-		}
-		if (iv > int_params[k].max) {
-			range_error(err, &int_params[k]);
-			goto out;
-		}
-		store_int(req, k, (long)iv);
+		req->max_tokens = (uint32_t)json_integer_value(v);
 	}
+	if (knobs_from_json(root, &req->knobs, err) != TS_OK)
+		goto out;
 	v = json_object_get(root, "prompt");
 	req->prompt_len = json_string_length(v);
 	req->prompt = xstrndup(json_string_value(v), req->prompt_len);

@@ -12,6 +12,7 @@
 
 #include "common/buf.h"
 #include "common/ts.h"
+#include "proto/knobs.h"
 
 /* Documented limits (docs/OPERATIONS.md "Limits"). */
 #define HTTP_MAX_BODY_BYTES (1u << 20)      /* POST body: 1 MiB, else 413 */
@@ -23,6 +24,9 @@
 #define HTTP_DEFAULT_MAX_TOKENS 16          /* max_tokens missing or null */
 #define HTTP_MAX_PREFILL_MS 60000           /* per-request prefill_ms cap */
 #define HTTP_MAX_TPOT_MS 10000              /* per-request tpot_ms cap */
+#define HTTP_MAX_JSON_DEPTH 64              /* arrays and objects open at
+					     * once in a JSON body, else 400
+					     * invalid_json */
 
 /* Why a request was refused: HTTP status, OpenAI-style type and code, and
  * a message that says what is wrong. `param` names the request field at
@@ -45,9 +49,8 @@ struct http_gen_request {
 	char *prompt;            /* may contain NUL bytes; NUL-terminated */
 	size_t prompt_len;       /* bytes */
 	uint32_t max_tokens;     /* tokens, 0..HTTP_MAX_TOKENS_CAP */
-	int32_t prefill_ms;      /* -1, or the whole prefill time in ms */
-	int32_t tpot_ms;         /* -1, or the decode step time in ms */
-	int32_t error_after;     /* -1, or inject an error after N tokens */
+	struct knobs knobs;      /* prefill_ms, tpot_ms, error_after: -1 or
+				  * the override (knobs.h) */
 	char *last_event_id;     /* GET only: resume from this SSE event id
 				  * (for clients that cannot send the
 				  * Last-Event-ID header); NULL if absent */
@@ -71,9 +74,9 @@ enum ts_err http_form_decode(const char *s, size_t len, char *out,
 
 /*
  * Parses the query string (qs, len) of GET /stream: prompt (required),
- * max_tokens, prefill_ms, tpot_ms, error_after, last_event_id. Unknown parameters are
- * ignored; a known parameter given twice is an error (rule: no silent
- * pick). On error fills *err (status 400) and returns TS_EINVAL.
+ * max_tokens, last_event_id and the lab knobs (knobs.h: prefill_ms,
+ * tpot_ms, error_after). Unknown parameters are ignored; a known
+ * parameter given twice is an error (rule: no silent pick). On error fills *err (status 400) and returns TS_EINVAL.
  */
 enum ts_err http_parse_query(const char *qs, size_t len,
     struct http_gen_request *req, struct http_error *err);
@@ -87,6 +90,20 @@ enum ts_err http_parse_query(const char *qs, size_t len,
  */
 enum ts_err http_parse_json(const char *body, size_t len,
     struct http_gen_request *req, struct http_error *err);
+
+/*
+ * 1 when the JSON text (p, len) opens more than `max` arrays and objects
+ * at once (brackets inside strings do not count), else 0. A byte scan, so
+ * a hostile body costs no recursion: jansson reads 2,048 levels,
+ * recursively, and so do the encoders and the schema generator on what
+ * is kept, on threads with small stacks, so a deeper body is refused
+ * before it is parsed. It need not be valid JSON.
+ */
+int http_json_too_deep(const char *p, size_t len, int max);
+
+/* Fills *err for a body http_json_too_deep refused: 400 invalid_json,
+ * naming HTTP_MAX_JSON_DEPTH. */
+void http_error_too_deep(struct http_error *err);
 
 /*
  * Fills *err and clears its param. `fmt` is printf-style; the message is

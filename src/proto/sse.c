@@ -89,7 +89,7 @@ enum ts_err
 sse_encode_retry(struct ts_buf *b, unsigned long ms)
 {
 	char line[40];
-	int n = snprintf(line, sizeof(line), "retry: %lu\n\n", ms);
+	int n = snprintf(line, sizeof(line), "retry: %lu\n", ms);
 
 	return ts_buf_append(b, line, (size_t)n);
 }

@@ -1,5 +1,5 @@
 /*
- * server/sse.h - encoding Server-Sent Events into a caller's buffer. No I/O.
+ * proto/sse.h - encoding Server-Sent Events into a caller's buffer. No I/O.
  *
  * Follows WHATWG HTML, section 9.2 "Server-sent events": an event is one or
  * more "data:" lines followed by an empty line; lines end in LF (tokstream
@@ -48,8 +48,14 @@ enum ts_err sse_encode_id(struct ts_buf *b, const char *id, size_t len);
 enum ts_err sse_encode_event(struct ts_buf *b, const char *type,
     const char *data, size_t len);
 
-/* Appends "retry: <ms>\n\n": the client's reconnection time (WHATWG
- * "retry" field; the empty line dispatches nothing). */
+/*
+ * Appends the field line "retry: <ms>\n", the client's reconnection time
+ * (WHATWG "retry" field, taken in any block); the event's data lines
+ * must follow in the same block. It is not a block of its own: a block
+ * without data dispatches nothing by WHATWG, but some clients
+ * (@microsoft/fetch-event-source 2.0.1) hand it to onmessage with empty
+ * data.
+ */
 enum ts_err sse_encode_retry(struct ts_buf *b, unsigned long ms);
 
 /* Appends ": text\n\n"; text must hold no CR or LF (TS_EINVAL). */

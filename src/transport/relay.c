@@ -14,6 +14,35 @@
 /* Longest wait without news before the driver looks again. */
 #define RELAY_POLL_NS 1000000000LL
 
+#define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
+
+enum ts_err
+relay_sse_keepalive(struct relay *r, struct ts_buf *out)
+{
+	(void)r;
+	return ts_buf_append(out, CONST_STR_LEN(": keep-alive\n\n"));
+}
+
+/*
+ * lighttpd notices a client that left only when it writes to it
+ * (docs/RELIABILITY.md "How a client that leaves is noticed"), and a JSON
+ * answer writes nothing until it is complete. So an answer that takes
+ * longer than one keep-alive interval commits to 200 (with X-Request-Id)
+ * and then sends a newline per interval, as S3's CompleteMultipartUpload
+ * does. An error after that point arrives as the {"error":...} body of
+ * the 200. A 1xx interim response would keep the status but Python's
+ * http.client takes any 1xx but 100 as the final response, so it is not
+ * used.
+ */
+enum ts_err
+relay_json_keepalive(struct relay *r, struct ts_buf *out)
+{
+	if (reply_head_buf(r->reply, out, 200, "application/json",
+	    engine_seq_id(r->seq), NULL) != TS_OK)
+		return TS_ELIMIT;
+	return ts_buf_append(out, "\n", 1);
+}
+
 enum ts_err
 relay_init(struct relay *r, const struct relay_env *env, struct reply *rp,
     struct engine_seq *s, uint32_t start_index, const char *const stop[],

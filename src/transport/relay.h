@@ -73,6 +73,17 @@ struct relay_ops {
 	    const struct engine_view *v);
 };
 
+/* relay_ops.keepalive of an SSE response: the comment ": keep-alive" in
+ * a block of its own, which every SSE parser skips (WHATWG HTML 9.2). */
+enum ts_err relay_sse_keepalive(struct relay *r, struct ts_buf *out);
+
+/*
+ * relay_ops.keepalive of an answer that is one JSON object: the 200 head
+ * once (with X-Request-Id), then a newline, whitespace a JSON parser skips
+ * before the value (RFC 8259 section 2).
+ */
+enum ts_err relay_json_keepalive(struct relay *r, struct ts_buf *out);
+
 /* The most choices one relay carries (OPENAI_MAX_N). */
 #define RELAY_MAX_CHOICES 16
 

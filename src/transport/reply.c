@@ -3,6 +3,7 @@
  */
 #include "transport/reply.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,22 @@ reply_head(struct reply *rp, int status, const char *ctype, uint64_t id,
 	return rc;
 }
 
-/* Head and body of an error, made by `encode` (either shape). */
+/* Appends the head and body of an error, made by `encode` (either
+ * shape), and a newline to b. */
+static enum ts_err
+error_buf(struct reply *rp, struct ts_buf *b, const struct http_error *err,
+    const char *extra, uint64_t id,
+    enum ts_err (*encode)(const struct http_error *, struct ts_buf *))
+{
+	if (reply_head_buf(rp, b, err->status, "application/json", id,
+	    extra) != TS_OK)
+		return TS_ELIMIT;
+	if (encode(err, b) != TS_OK)
+		return TS_EINVAL;
+	return ts_buf_append(b, "\n", 1);
+}
+
+/* ... and writes them. */
 static void
 error_with(struct reply *rp, const struct http_error *err,
     const char *extra, uint64_t id,
@@ -70,9 +86,7 @@ error_with(struct reply *rp, const struct http_error *err,
 	struct ts_buf b;
 
 	ts_buf_init(&b, 64 * 1024);
-	if (reply_head_buf(rp, &b, err->status, "application/json", id,
-	    extra) == TS_OK && encode(err, &b) == TS_OK &&
-	    ts_buf_append(&b, "\n", 1) == TS_OK)
+	if (error_buf(rp, &b, err, extra, id, encode) == TS_OK)
 		conn_write(rp->conn, b.p, b.len);
 	ts_buf_free(&b);
 }
@@ -89,6 +103,102 @@ reply_error_v1(struct reply *rp, const struct http_error *err,
     const char *extra, uint64_t id)
 {
 	error_with(rp, err, extra, id, http_error_json_openai);
+}
+
+enum ts_err
+reply_error_buf(struct reply *rp, struct ts_buf *b,
+    const struct http_error *err, uint64_t id)
+{
+	return error_buf(rp, b, err, NULL, id, http_error_json);
+}
+
+enum ts_err
+reply_error_v1_buf(struct reply *rp, struct ts_buf *b,
+    const struct http_error *err, uint64_t id)
+{
+	return error_buf(rp, b, err, NULL, id, http_error_json_openai);
+}
+
+int
+reply_finish_error(int32_t error_after, enum engine_finish f,
+    struct http_error *err)
+{
+	if (f == ENGINE_FINISH_SHUTDOWN) {
+		http_error_set(err, 503, "server_error", "shutdown",
+		    "the server is shutting down");
+		return 1;
+	}
+	if (f != ENGINE_FINISH_ERROR)
+		return 0;
+	if (error_after >= 0)
+		http_error_set(err, 500, "server_error", "injected_error",
+		    "injected error after %d tokens (error_after)",
+		    (int)error_after);
+	else
+		http_error_set(err, 500, "server_error", "generation_failed",
+		    "generation failed");
+	return 1;
+}
+
+enum ts_err
+reply_read_body(struct conn *c, struct ts_buf *body, struct http_error *err)
+{
+	const char *cl = conn_param(c, "CONTENT_LENGTH");
+	char chunk[16384];
+	unsigned long long want = 0;
+	size_t got;
+	char *end;
+
+	if (*cl != '\0') {
+		errno = 0;
+		want = strtoull(cl, &end, 10);
+		if (errno != 0 || *end != '\0' || *cl == '-') {
+			http_error_set(err, 400, "invalid_request_error",
+			    "invalid_content_length",
+			    "Content-Length is not a number");
+			return TS_EINVAL;
+		}
+	}
+	if (want > HTTP_MAX_BODY_BYTES) {
+		unsigned long long left = want;
+
+		while (left > 0 && c->ops->read(c, chunk, sizeof(chunk),
+		    &got) == TS_OK && got > 0)
+			left -= got < left ? got : left;
+		http_error_set(err, 413, "invalid_request_error",
+		    "body_too_large", "the body is %llu bytes; the limit is "
+		    "%u bytes", want, HTTP_MAX_BODY_BYTES);
+		return TS_ELIMIT;
+	}
+	while (body->len < want) {
+		size_t room = want - body->len;
+
+		if (c->ops->read(c, chunk, room < sizeof(chunk) ? room :
+		    sizeof(chunk), &got) != TS_OK || got == 0)
+			break;
+		ts_buf_append(body, chunk, got);
+	}
+	if (body->len < want) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "incomplete_body", "the body ended after %zu of the %llu "
+		    "bytes that Content-Length announced", body->len, want);
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+enum ts_err
+reply_read_json(struct conn *c, struct ts_buf *body, struct http_error *err)
+{
+	enum ts_err rc = reply_read_body(c, body, err);
+
+	if (rc != TS_OK)
+		return rc;
+	if (http_json_too_deep(body->p, body->len, HTTP_MAX_JSON_DEPTH)) {
+		http_error_too_deep(err);
+		return TS_EINVAL;
+	}
+	return TS_OK;
 }
 
 enum ts_err

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "engine/engine.h"
 #include "proto/http.h"
 
 struct conn;
@@ -48,6 +49,45 @@ void reply_error(struct reply *rp, const struct http_error *err,
 /* The same in the OpenAI shape, with "param" (the /v1 endpoints). */
 void reply_error_v1(struct reply *rp, const struct http_error *err,
     const char *extra, uint64_t id);
+
+/*
+ * The same two shapes appended to b instead of written (a relay's end or
+ * a late error): the head (nothing when it already went out, as after a
+ * committed 200), the body, a newline. TS_OK, or TS_ELIMIT / TS_EINVAL
+ * when b is full or the body could not be encoded.
+ */
+enum ts_err reply_error_buf(struct reply *rp, struct ts_buf *b,
+    const struct http_error *err, uint64_t id);
+enum ts_err reply_error_v1_buf(struct reply *rp, struct ts_buf *b,
+    const struct http_error *err, uint64_t id);
+
+/*
+ * The error of an engine finish that is one: a shutdown is 503
+ * "shutdown", an error 500 "injected_error" (naming the count) when the
+ * request set error_after >= 0, else 500 "generation_failed". 1 with
+ * *err filled, or 0 for any other finish.
+ */
+int reply_finish_error(int32_t error_after, enum engine_finish f,
+    struct http_error *err);
+
+/*
+ * Reads the whole request body: CONTENT_LENGTH bytes, which may span many
+ * FastCGI records. TS_OK, or with *err filled: 400
+ * invalid_content_length (not a number), 413 body_too_large (over
+ * HTTP_MAX_BODY_BYTES; what was sent is drained first, so lighttpd can
+ * deliver the answer), 400 incomplete_body (the client stopped short).
+ */
+enum ts_err reply_read_body(struct conn *c, struct ts_buf *body,
+    struct http_error *err);
+
+/*
+ * The one entry for a JSON request body, every endpoint's (POST
+ * /generate and the /v1 endpoints): reply_read_body, then the nesting
+ * limit (400 invalid_json over HTTP_MAX_JSON_DEPTH arrays and objects
+ * open at once, refused before any parser recurses into it).
+ */
+enum ts_err reply_read_json(struct conn *c, struct ts_buf *body,
+    struct http_error *err);
 
 /* A whole JSON answer, one line, compact; takes obj's reference (a NULL
  * obj is a 500). TS_OK, TS_EHUP, or TS_EINVAL when it could not be

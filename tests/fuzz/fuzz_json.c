@@ -102,15 +102,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(req.max_tokens <= HTTP_MAX_TOKENS_CAP);
 		FUZZ_CHECK((long)req.max_tokens ==
 		    want_int(root, 0, HTTP_DEFAULT_MAX_TOKENS));
-		FUZZ_CHECK(req.prefill_ms >= -1 &&
-		    req.prefill_ms <= HTTP_MAX_PREFILL_MS);
-		FUZZ_CHECK(req.prefill_ms == want_int(root, 1, -1));
-		FUZZ_CHECK(req.tpot_ms >= -1 &&
-		    req.tpot_ms <= HTTP_MAX_TPOT_MS);
-		FUZZ_CHECK(req.tpot_ms == want_int(root, 2, -1));
-		FUZZ_CHECK(req.error_after >= -1 &&
-		    req.error_after <= HTTP_MAX_TOKENS_CAP);
-		FUZZ_CHECK(req.error_after == want_int(root, 3, -1));
+		FUZZ_CHECK(req.knobs.prefill_ms >= -1 &&
+		    req.knobs.prefill_ms <= HTTP_MAX_PREFILL_MS);
+		FUZZ_CHECK(req.knobs.prefill_ms == want_int(root, 1, -1));
+		FUZZ_CHECK(req.knobs.tpot_ms >= -1 &&
+		    req.knobs.tpot_ms <= HTTP_MAX_TPOT_MS);
+		FUZZ_CHECK(req.knobs.tpot_ms == want_int(root, 2, -1));
+		FUZZ_CHECK(req.knobs.error_after >= -1 &&
+		    req.knobs.error_after <= HTTP_MAX_TOKENS_CAP);
+		FUZZ_CHECK(req.knobs.error_after == want_int(root, 3, -1));
 		FUZZ_CHECK(req.last_event_id == NULL &&
 		    req.last_event_id_len == 0);
 	} else {

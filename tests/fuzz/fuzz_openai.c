@@ -248,14 +248,15 @@ check_accepted(enum openai_kind kind, const json_t *root,
 	FUZZ_CHECK(r->has_seed == given(json_object_get(root, "seed")));
 	FUZZ_CHECK(r->seed == want_int(root, "seed", 0));
 	FUZZ_CHECK(r->ignore_eos == want_bool(root, "ignore_eos"));
-	FUZZ_CHECK(r->prefill_ms == want_int(root, "prefill_ms", -1));
-	FUZZ_CHECK(r->prefill_ms >= -1 &&
-	    r->prefill_ms <= HTTP_MAX_PREFILL_MS);
-	FUZZ_CHECK(r->tpot_ms == want_int(root, "tpot_ms", -1));
-	FUZZ_CHECK(r->tpot_ms >= -1 && r->tpot_ms <= HTTP_MAX_TPOT_MS);
-	FUZZ_CHECK(r->error_after == want_int(root, "error_after", -1));
-	FUZZ_CHECK(r->error_after >= -1 &&
-	    r->error_after <= HTTP_MAX_TOKENS_CAP);
+	FUZZ_CHECK(r->knobs.prefill_ms == want_int(root, "prefill_ms", -1));
+	FUZZ_CHECK(r->knobs.prefill_ms >= -1 &&
+	    r->knobs.prefill_ms <= HTTP_MAX_PREFILL_MS);
+	FUZZ_CHECK(r->knobs.tpot_ms == want_int(root, "tpot_ms", -1));
+	FUZZ_CHECK(r->knobs.tpot_ms >= -1 &&
+	    r->knobs.tpot_ms <= HTTP_MAX_TPOT_MS);
+	FUZZ_CHECK(r->knobs.error_after == want_int(root, "error_after", -1));
+	FUZZ_CHECK(r->knobs.error_after >= -1 &&
+	    r->knobs.error_after <= HTTP_MAX_TOKENS_CAP);
 }
 
 /*

@@ -248,15 +248,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(req.max_tokens <= HTTP_MAX_TOKENS_CAP);
 		FUZZ_CHECK(req.max_tokens == (m.ints[0] < 0 ?
 		    HTTP_DEFAULT_MAX_TOKENS : (uint32_t)m.ints[0]));
-		FUZZ_CHECK(req.prefill_ms >= -1 &&
-		    req.prefill_ms <= HTTP_MAX_PREFILL_MS);
-		FUZZ_CHECK(req.prefill_ms == m.ints[1]);
-		FUZZ_CHECK(req.tpot_ms >= -1 &&
-		    req.tpot_ms <= HTTP_MAX_TPOT_MS);
-		FUZZ_CHECK(req.tpot_ms == m.ints[2]);
-		FUZZ_CHECK(req.error_after >= -1 &&
-		    req.error_after <= HTTP_MAX_TOKENS_CAP);
-		FUZZ_CHECK(req.error_after == m.ints[3]);
+		FUZZ_CHECK(req.knobs.prefill_ms >= -1 &&
+		    req.knobs.prefill_ms <= HTTP_MAX_PREFILL_MS);
+		FUZZ_CHECK(req.knobs.prefill_ms == m.ints[1]);
+		FUZZ_CHECK(req.knobs.tpot_ms >= -1 &&
+		    req.knobs.tpot_ms <= HTTP_MAX_TPOT_MS);
+		FUZZ_CHECK(req.knobs.tpot_ms == m.ints[2]);
+		FUZZ_CHECK(req.knobs.error_after >= -1 &&
+		    req.knobs.error_after <= HTTP_MAX_TOKENS_CAP);
+		FUZZ_CHECK(req.knobs.error_after == m.ints[3]);
 		if (m.leid == NULL) {
 			FUZZ_CHECK(req.last_event_id == NULL &&
 			    req.last_event_id_len == 0);

@@ -54,6 +54,32 @@ expect_error() {
 	expect_error 411 length_required -X POST -H 'Content-Length:' "$BASE/generate"
 }
 
+@test "a /generate body nested 1,000 deep (in a field it ignores) is 400 invalid_json naming the 64-level limit, as on /v1" {
+	deep=$(printf '%*s' 1000 '' | tr ' ' '['; printf '%*s' 1000 '' | tr ' ' ']')
+	expect_error 400 invalid_json \
+		-d "{\"prompt\":\"x\",\"max_tokens\":1,\"extra\":$deep}" \
+		"$BASE/generate"
+	jq -e '.error.message | test("more than 64 levels")' \
+		"$BATS_TEST_TMPDIR/err"
+	# 64 levels are fine
+	deep=$(printf '%*s' 63 '' | tr ' ' '['; printf '%*s' 63 '' | tr ' ' ']')
+	[ "$(curl -sS -d "{\"prompt\":\"x\",\"max_tokens\":1,\"extra\":$deep}" \
+		"$BASE/generate" | jq .usage.completion_tokens)" -eq 1 ]
+}
+
+@test "a lab knob's error carries the knob's code on every endpoint: tpot_ms 10001 is invalid_tpot_ms on /stream, /generate and /v1" {
+	expect_error 400 invalid_tpot_ms "$BASE/stream?prompt=x&tpot_ms=10001"
+	expect_error 400 invalid_tpot_ms -d '{"prompt":"x","tpot_ms":10001}' \
+		"$BASE/generate"
+	run curl -sS -o "$BATS_TEST_TMPDIR/v" -w '%{http_code}' \
+		-H 'Content-Type: application/json' -d \
+		'{"model":"tokstream-lab","prompt":"x","tpot_ms":10001}' \
+		"$BASE/v1/completions"
+	[ "$output" = 400 ]
+	jq -e '.error.code == "invalid_tpot_ms" and .error.param == "tpot_ms"' \
+		"$BATS_TEST_TMPDIR/v"
+}
+
 @test "empty body is 400 empty_body" {
 	expect_error 400 empty_body -d '' "$BASE/generate"
 }

@@ -98,9 +98,10 @@ resume_check() {
 	echo "resumed as stream $id2"
 	[ -n "$id2" ]
 	[ "$id2" != "$id1" ]
-	# a resumed stream is a stream like any other: retry first, then the
-	# events from index K on, under its own stream id and the same key
-	[ "$(head -n 1 "$d/res")" = "retry: 1000" ]
+	# a resumed stream is a stream like any other: the first event
+	# carries the retry, then the events from index K on, under its own
+	# stream id and the same key
+	[ "$(grep -m1 -A1 '^id: ' "$d/res" | sed -n 2p)" = "retry: 1000" ]
 	[ "$(count_tokens "$d/res")" -eq $((n - k)) ]
 	diff <(expected_ids "$id2" "$key" "$k" "$n") <(sse_ids "$d/res")
 	[ "$(grep '^data: ' "$d/res" | tail -n 1)" = "data: [DONE]" ]

@@ -45,12 +45,14 @@ token_text() {
 	[ "$(grep -v '^$' "$b" | grep -v '^:' | tail -n 1)" = 'data: [DONE]' ]
 	# the body ends with the [DONE] event's empty line
 	[ "$(tail -c 14 "$b" | od -An -c | tr -d ' \n')" = 'data:[DONE]\n\n' ]
-	# the stream opens with "retry: 1000" and an empty line
-	[ "$(sed -n 1p "$b")" = 'retry: 1000' ]
-	[ -z "$(sed -n 2p "$b")" ]
+	# the first event carries "retry: 1000" after its id, once
+	[ "$(sed -n 1p "$b" | cut -c1-4)" = 'id: ' ]
+	[ "$(sed -n 2p "$b")" = 'retry: 1000' ]
+	[ "$(grep -c '^retry:' "$b")" -eq 1 ]
 	# every event is exactly "id: ..." then one data line then an empty
-	# line; nothing else appears (comments aside)
-	awk 'NR <= 2 { next }
+	# line (the first with its retry line between); nothing else appears
+	# (comments aside)
+	awk 'NR == 2 { next }
 	     prev ~ /^id: / && !/^data: / { bad = 1 }
 	     prev ~ /^data: / && $0 != "" { bad = 1 }
 	     /^data: / && prev !~ /^id: / { bad = 1 }
@@ -66,6 +68,42 @@ token_text() {
 	# every token event is one line of valid JSON with only "token"
 	grep '^data: {' "$b" | sed 's/^data: //' |
 		jq -e -s 'all(.[]; (keys == ["token"]) and (.token|type) == "string")'
+}
+
+# no_dataless_blocks FILE: every SSE block of FILE has a data line or is
+# only comments, and the one retry line is in the first block that is not
+# a comment (@microsoft/fetch-event-source 2.0.1 hands a block without
+# data to onmessage as an event whose data is "")
+no_dataless_blocks() {
+	awk 'BEGIN { RS = "" } {
+		n = split($0, l, "\n"); data = 0; comment = 1; retry = 0
+		for (i = 1; i <= n; i++) {
+			if (l[i] ~ /^data: /) data = 1
+			if (l[i] !~ /^:/) comment = 0
+			if (l[i] ~ /^retry: /) retry++
+		}
+		if (comment) next
+		events++
+		if (!data) { print "a block without data: " $0; bad = 1 }
+		if (retry != (events == 1)) { print "retry in block " events ": " $0; bad = 1 }
+	} END { exit bad || events == 0 }' "$1"
+}
+
+@test "every /stream block carries data or is a comment: the first bytes after the head are an event with data and the retry field" {
+	b=$BATS_TEST_TMPDIR/body
+	for q in 'max_tokens=3' 'max_tokens=0' 'max_tokens=5&error_after=0'; do
+		stream_body "prompt=hello&$q"
+		echo "$q: $(head -c 200 "$b")"
+		no_dataless_blocks "$b"
+		# the very first block is an event with data
+		awk 'BEGIN { RS = "" } NR == 1 { exit !/(^|\n)data: / }' "$b"
+	done
+	# a stream that waits (prefill over the 500 ms keep-alive): comments
+	# first, then the first event with the retry
+	stream_body 'prompt=hello&max_tokens=2&prefill_ms=1200'
+	echo "waits: $(head -c 200 "$b")"
+	[ "$(head -c 1 "$b")" = ':' ]
+	no_dataless_blocks "$b"
 }
 
 @test "C10: streamed text equals POST /generate text byte for byte, valid UTF-8" {

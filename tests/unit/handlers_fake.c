@@ -476,7 +476,7 @@ sse_parse(const char *p, size_t len)
 			    n - 7 < sizeof(e->type)) {
 				memcpy(e->type, line + 7, n - 7);
 			} else if (n > 7 && memcmp(line, "retry: ", 7) == 0) {
-				e->kind = EV_RETRY;
+				e->has_retry = 1;
 				e->retry = strtol(line + 7, NULL, 10);
 			} else if (n >= 2 && memcmp(line, ": ", 2) == 0 &&
 			    n - 2 < sizeof(e->comment)) {

@@ -142,7 +142,7 @@ void assert_error(const struct response *r, int status, const char *type,
 
 /* ---- SSE ---------------------------------------------------------------- */
 
-enum ev_kind { EV_DATA, EV_COMMENT, EV_RETRY };
+enum ev_kind { EV_DATA, EV_COMMENT };
 
 struct sse_event {
 	enum ev_kind kind;
@@ -150,6 +150,8 @@ struct sse_event {
 	char id[RESUME_ID_MAX + 1];
 	char *data;                  /* NUL-terminated copy */
 	size_t data_len;
+	int has_retry;               /* a "retry:" field (in an event with
+				      * data: never a block of its own) */
 	long retry;
 	char comment[64];
 	char type[64];               /* "event:" field; "" when absent */

@@ -318,7 +318,7 @@ test_named_instance(void **unused)
 	assert_header(&r, "X-Request-Id", "b1-1");
 	sp = sse_parse(r.body, r.body_len);
 	assert_true(sp->n >= 2);
-	assert_int_equal(strncmp(sp->ev[1].id, "b1-1-", 5), 0);
+	assert_int_equal(strncmp(sp->ev[0].id, "b1-1-", 5), 0);
 	sse_free(sp);
 	fake_close(&fc);
 	/* its own id, then another instance's, then a bare number */

@@ -43,9 +43,9 @@ lab_text(const char *prompt, uint32_t n, struct ts_buf *out)
 
 /* ---- GET /stream -------------------------------------------------------- */
 
-/* The lab stream's events (docs/API.md): a retry line, one event per
- * token with the id <stream>-<key>-<index>, then the "end" id with
- * [DONE]; max_tokens absent is 16. */
+/* The lab stream's events (docs/API.md): one event per token with the id
+ * <stream>-<key>-<index>, the first with the retry field, then the "end"
+ * id with [DONE]; max_tokens absent is 16. */
 static void
 test_stream_events(void **unused)
 {
@@ -87,16 +87,17 @@ test_stream_events(void **unused)
 		id = request_id(&r);
 		assert_true(id > 0);
 		s = sse_parse(r.body, r.body_len);
-		/* retry, the tokens, the end */
-		assert_int_equal(s->n, cases[k].events + 2);
-		assert_int_equal(s->ev[0].kind, EV_RETRY);
+		/* the tokens (the first with retry), the end */
+		assert_int_equal(s->n, cases[k].events + 1);
+		assert_int_equal(s->ev[0].kind, EV_DATA);
+		assert_true(s->ev[0].has_retry);
 		assert_int_equal(s->ev[0].retry, OPTIONS_DEFAULT_RETRY_MS);
 		rid.stream = id;
 		rid.key = resume_key(cases[k].prompt, strlen(cases[k].prompt),
 		    cases[k].max_tokens < 0 ? HTTP_DEFAULT_MAX_TOKENS :
 		    (uint32_t)cases[k].max_tokens, -1);
 		for (i = 0; i < cases[k].events; i++) {
-			const struct sse_event *e = &s->ev[1 + i];
+			const struct sse_event *e = &s->ev[i];
 			struct ts_buf t;
 
 			rid.index = i;
@@ -267,10 +268,10 @@ test_stream_injected_error(void **unused)
 		exchange(&fs, &fc, &r);
 		assert_int_equal(r.status, 200);
 		s = sse_parse(r.body, r.body_len);
-		/* retry, tokens, the error, [DONE] */
-		assert_int_equal(s->n, cases[k].tokens + 3);
+		/* tokens, the error, [DONE] */
+		assert_int_equal(s->n, cases[k].tokens + 2);
 		for (i = 0; i < cases[k].tokens; i++)
-			assert_true(s->ev[1 + i].has_id);
+			assert_true(s->ev[i].has_id);
 		o = json_loads(s->ev[s->n - 2].data, 0, NULL);
 		assert_non_null(o);
 		assert_string_equal(jstr(o, "error.code"), "injected_error");
@@ -370,12 +371,12 @@ test_stream_resume(void **unused)
 
 			assert_int_equal(r.status, 200);
 			s = sse_parse(r.body, r.body_len);
-			/* retry, tokens start..4, the end */
-			assert_int_equal(s->n, 5 - start + 2);
+			/* tokens start..4, the end */
+			assert_int_equal(s->n, 5 - start + 1);
 			rid.stream = request_id(&r);
 			rid.key = resume_key(prompt, strlen(prompt), 5, -1);
-			for (j = 1; j + 1 < s->n; j++) {
-				rid.index = start + j - 1;
+			for (j = 0; j + 1 < s->n; j++) {
+				rid.index = start + j;
 				resume_id_format(idbuf, sizeof(idbuf), &rid);
 				assert_string_equal(s->ev[j].id, idbuf);
 				lab_token_text(&s->ev[j], &got);

@@ -60,9 +60,9 @@ test_query_ok(void **unused)
 	assert_int_equal(r.prompt_len, 4);
 	assert_memory_equal(r.prompt, "a b!", 4);
 	assert_int_equal(r.max_tokens, 20);
-	assert_int_equal(r.tpot_ms, 5);
-	assert_int_equal(r.prefill_ms, 0);
-	assert_int_equal(r.error_after, -1);
+	assert_int_equal(r.knobs.tpot_ms, 5);
+	assert_int_equal(r.knobs.prefill_ms, 0);
+	assert_int_equal(r.knobs.error_after, -1);
 	http_gen_request_free(&r);
 	assert_int_equal(http_parse_query(T("prompt="), &r, &err), TS_OK);
 	assert_int_equal(r.prompt_len, 0);
@@ -146,7 +146,7 @@ test_json(void **unused)
 	assert_int_equal(http_parse_json(T("{\"prompt\":\"hi\",\"max_tokens\":"
 	    "0,\"error_after\":2}"), &r, &err), TS_OK);
 	assert_int_equal(r.max_tokens, 0);
-	assert_int_equal(r.error_after, 2);
+	assert_int_equal(r.knobs.error_after, 2);
 	http_gen_request_free(&r);
 }
 

@@ -272,16 +272,17 @@ static const struct bad_case bad_cases[] = {
 	  "ignore_eos" },
 	{ CHAT, "{" M "," U ",'ignore_eos':0}", 400, "invalid_type",
 	  "ignore_eos" },
-	/* the lab knobs, with the lab endpoints' caps */
+	/* the lab knobs, with the lab endpoints' caps and codes (one
+	 * table: proto/knobs.h) */
 	{ CMPL, "{" M "," P ",'prefill_ms':60001}", 400,
-	  "integer_above_max_value", "prefill_ms" },
+	  "invalid_prefill_ms", "prefill_ms" },
 	{ CMPL, "{" M "," P ",'tpot_ms':-1}", 400,
-	  "integer_below_min_value", "tpot_ms" },
+	  "invalid_tpot_ms", "tpot_ms" },
 	{ CMPL, "{" M "," P ",'tpot_ms':10001}", 400,
-	  "integer_above_max_value", "tpot_ms" },
+	  "invalid_tpot_ms", "tpot_ms" },
 	{ CHAT, "{" M "," U ",'error_after':8193}", 400,
-	  "integer_above_max_value", "error_after" },
-	{ CHAT, "{" M "," U ",'tpot_ms':'5'}", 400, "invalid_type",
+	  "invalid_error_after", "error_after" },
+	{ CHAT, "{" M "," U ",'tpot_ms':'5'}", 400, "invalid_tpot_ms",
 	  "tpot_ms" },
 	/* the first failure wins: fields are checked in a fixed order */
 	{ CMPL, "{" M "," P ",'max_tokens':-1,'temperature':9}", 400,
@@ -485,9 +486,9 @@ test_parse_ok(void **unused)
 		CHECK(i, r.has_seed == c->has_seed);
 		CHECK(i, r.seed == c->seed);
 		CHECK(i, r.ignore_eos == c->ignore_eos);
-		CHECK(i, r.prefill_ms == c->prefill_ms);
-		CHECK(i, r.tpot_ms == c->tpot_ms);
-		CHECK(i, r.error_after == c->error_after);
+		CHECK(i, r.knobs.prefill_ms == c->prefill_ms);
+		CHECK(i, r.knobs.tpot_ms == c->tpot_ms);
+		CHECK(i, r.knobs.error_after == c->error_after);
 		openai_request_free(&r);
 		openai_request_free(&r);        /* idempotent */
 		assert_null(r.model);

@@ -153,10 +153,11 @@ test_id_and_retry(void **unused)
 	struct ts_buf b;
 
 	ts_buf_init(&b, 4096);
-	assert_int_equal(sse_encode_retry(&b, 1000), TS_OK);
 	assert_int_equal(sse_encode_id(&b, "7-00ff-3", 8), TS_OK);
+	assert_int_equal(sse_encode_retry(&b, 1000), TS_OK);
 	assert_int_equal(sse_encode_token(&b, "x", 1), TS_OK);
-	assert_string_equal(b.p, "retry: 1000\n\nid: 7-00ff-3\n"
+	/* retry is a field of the event, not a block of its own */
+	assert_string_equal(b.p, "id: 7-00ff-3\nretry: 1000\n"
 	    "data: {\"token\":\"x\"}\n\n");
 	assert_int_equal(sse_encode_id(&b, "a\nb", 3), TS_EINVAL);
 	assert_int_equal(sse_encode_id(&b, "a\rb", 3), TS_EINVAL);
