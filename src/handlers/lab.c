@@ -80,12 +80,15 @@ stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	struct lab_resp *lr = r->resp;
 	char id[RESUME_ID_MAX + 1];
 	size_t idlen;
+	enum ts_err rc;
 
 	lr->eid.index = index;
 	idlen = resume_id_format(id, sizeof(id), &lr->eid);
-	if (sse_encode_id(out, id, idlen) != TS_OK ||
-	    sse_encode_token(out, text, len) != TS_OK)
-		return TS_EINVAL;
+	rc = sse_encode_id(out, id, idlen);
+	if (rc == TS_OK)
+		rc = sse_encode_token(out, text, len);
+	if (rc != TS_OK)
+		return rc;      /* TS_ELIMIT: out is full */
 	*event = 1;
 	return TS_OK;
 }
@@ -108,17 +111,18 @@ stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	struct lab_resp *lr = r->resp;
 	struct http_error err;
 	char id[RESUME_ID_MAX + 1];
+	enum ts_err rc = TS_OK;
 
 	(void)v;
-	if (lab_finish_error(lr->req.error_after, f, &err) &&
-	    sse_encode_error(out, err.message, err.type, err.code) != TS_OK)
-		return TS_EINVAL;
-	if (f != ENGINE_FINISH_SHUTDOWN) {
+	if (lab_finish_error(lr->req.error_after, f, &err))
+		rc = sse_encode_error(out, err.message, err.type, err.code);
+	if (rc == TS_OK && f != ENGINE_FINISH_SHUTDOWN) {
 		lr->eid.index = RESUME_INDEX_END;
-		if (sse_encode_id(out, id, resume_id_format(id, sizeof(id),
-		    &lr->eid)) != TS_OK)
-			return TS_EINVAL;
+		rc = sse_encode_id(out, id, resume_id_format(id, sizeof(id),
+		    &lr->eid));
 	}
+	if (rc != TS_OK)
+		return rc;
 	return sse_encode_done(out);
 }
 
@@ -362,11 +366,14 @@ enum ts_err
 lab_json_error(struct relay *r, struct ts_buf *out,
     const struct http_error *err, int openai)
 {
-	if (reply_head_buf(r->reply, out, err->status, "application/json",
-	    engine_seq_id(r->seq), NULL) != TS_OK ||
-	    (openai ? http_error_json_openai(err, out) :
-	    http_error_json(err, out)) != TS_OK)
-		return TS_EINVAL;
+	enum ts_err rc = reply_head_buf(r->reply, out, err->status,
+	    "application/json", engine_seq_id(r->seq), NULL);
+
+	if (rc == TS_OK)
+		rc = openai ? http_error_json_openai(err, out) :
+		    http_error_json(err, out);
+	if (rc != TS_OK)
+		return rc;
 	return ts_buf_append(out, "\n", 1);
 }
 
