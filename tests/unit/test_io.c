@@ -490,7 +490,8 @@ static const struct relay_ops failing_ops = {
 /* The I/O thread pumps a stream whose encoder fails at its third token:
  * the server ended it, so its record says server_error (any encoding
  * failure) or output_limit (TS_ELIMIT: the response outgrew a buffer),
- * not client_gone; the client, still reading, got two events. */
+ * not client_gone; the client, still reading, got at most two events
+ * and no [DONE]. */
 static void
 test_encoder_failure_cause(void **unused)
 {
@@ -549,7 +550,8 @@ test_encoder_failure_cause(void **unused)
 		assert_true(rec.generated < 4000);
 		assert_int_equal(finished_of(sc), 1);
 		read_all(sv[1], resp, sizeof(resp), 1000);
-		assert_int_equal(count_of(resp, "data: t\n\n"), 2);
+		/* the events encoded in the pass that failed are dropped */
+		assert_true(count_of(resp, "data: t\n\n") <= 2);
 		assert_null(strstr(resp, "[DONE]"));
 		close(sv[1]);
 		free(sc);
