@@ -19,6 +19,7 @@ ts_strerror(enum ts_err e)
 	case TS_EHUP: return "client gone";
 	case TS_ETIMEDOUT: return "timed out";
 	case TS_EFORMAT: return "bad file format";
+	case TS_ESHUTDOWN: return "shutting down";
 	}
 	return "unknown error";
 }

@@ -19,7 +19,8 @@ enum ts_err {
 	TS_ESYS,        /* a system call failed; errno was saved */
 	TS_EHUP,        /* the peer went away: stop generating */
 	TS_ETIMEDOUT,   /* a deadline passed */
-	TS_EFORMAT      /* a file is not in the expected format */
+	TS_EFORMAT,     /* a file is not in the expected format */
+	TS_ESHUTDOWN    /* the server is stopping: nothing new is taken */
 };
 
 /* Short, stable English name of an error ("ok", "client gone", ...). */

@@ -37,6 +37,7 @@
 
 #include "engine/kvcache.h"
 #include "text/release.h"
+#include "text/utf8.h"
 
 enum seq_phase { SEQ_WAITING = 1, SEQ_PREFILL, SEQ_JOINING, SEQ_DECODE,
 	SEQ_DONE };
@@ -1111,6 +1112,28 @@ seq_new(const struct engine_request *r)
 	return s;
 }
 
+enum engine_refusal
+engine_refusal(const struct engine *e, const struct engine_request *r)
+{
+	size_t k, nstop = r->nstop < STOP_MAX ? r->nstop : STOP_MAX;
+
+	if (r->sampling.logprobs > 0 && e->be.logprobs == NULL)
+		return ENGINE_REFUSAL_LOGPROBS;
+	if (r->sampling.guide != NULL && !e->be.guided)
+		return ENGINE_REFUSAL_GUIDE;
+	/* stop_init's checks, then release_init's */
+	for (k = 0; k < nstop; k++) {
+		if (r->stop[k] == NULL || r->stop_len[k] == 0)
+			return ENGINE_REFUSAL_STOP_EMPTY;
+		if (r->stop_len[k] > STOP_MAX_BYTES)
+			return ENGINE_REFUSAL_STOP_LONG;
+	}
+	for (k = 0; k < nstop; k++)
+		if (!utf8_valid(r->stop[k], r->stop_len[k]))
+			return ENGINE_REFUSAL_STOP_UTF8;
+	return ENGINE_REFUSAL_NONE;
+}
+
 enum ts_err
 engine_submit(struct engine *e, const struct engine_request *r,
     struct engine_seq **out)
@@ -1118,8 +1141,7 @@ engine_submit(struct engine *e, const struct engine_request *r,
 	struct engine_seq *s;
 
 	*out = NULL;
-	if ((r->sampling.logprobs > 0 && e->be.logprobs == NULL) ||
-	    (r->sampling.guide != NULL && !e->be.guided))
+	if (engine_refusal(e, r) != ENGINE_REFUSAL_NONE)
 		return TS_EINVAL;
 	s = seq_new(r);
 	if (s == NULL)
@@ -1139,7 +1161,7 @@ engine_submit(struct engine *e, const struct engine_request *r,
 	if (e->stopping) {
 		pthread_mutex_unlock(&e->mu);
 		seq_free(e, s);
-		return TS_ETIMEDOUT;
+		return TS_ESHUTDOWN;
 	}
 	/* Every stream a relay still holds counts, a finished one whose
 	 * client is slow to take its last bytes included: beyond slots and

@@ -107,7 +107,11 @@ enum engine_cause {
 	ENGINE_CAUSE_NONE = 0,
 	ENGINE_CAUSE_CLIENT_GONE,   /* a failed write or a hang-up */
 	ENGINE_CAUSE_WRITE_STALL,   /* the client stopped reading */
-	ENGINE_CAUSE_SHUTDOWN       /* the server is stopping */
+	ENGINE_CAUSE_SHUTDOWN,      /* the server is stopping */
+	ENGINE_CAUSE_SERVER_ERROR,  /* the server ended the stream: its
+				     * response could not be encoded */
+	ENGINE_CAUSE_OUTPUT_LIMIT   /* the server ended the stream: its
+				     * response outgrew its buffer */
 };
 
 struct engine;
@@ -263,13 +267,34 @@ const struct engine_backend *engine_backend(const struct engine *e);
  * computes for real (backend/backend.h `physical`). */
 int engine_paces(const struct engine *e);
 
+/* Why engine_submit refuses a request as TS_EINVAL (engine_refusal). */
+enum engine_refusal {
+	ENGINE_REFUSAL_NONE = 0,    /* it is taken */
+	ENGINE_REFUSAL_LOGPROBS,    /* logprobs; engine_backend.logprobs is
+				     * NULL */
+	ENGINE_REFUSAL_GUIDE,       /* a guide; engine_backend.guided is 0 */
+	ENGINE_REFUSAL_STOP_EMPTY,  /* a stop string of 0 bytes (or NULL) */
+	ENGINE_REFUSAL_STOP_LONG,   /* a stop string over STOP_MAX_BYTES */
+	ENGINE_REFUSAL_STOP_UTF8    /* a stop string that is not UTF-8 */
+};
+
+/*
+ * What engine_submit would refuse r for, checked in its order (logprobs,
+ * guide, then each of the first STOP_MAX stop strings as text/stop.h and
+ * text/release.h take them), or ENGINE_REFUSAL_NONE. engine_submit
+ * returns TS_EINVAL exactly when this is not NONE, so the caller can say
+ * which.
+ */
+enum engine_refusal engine_refusal(const struct engine *e,
+    const struct engine_request *r);
+
 /*
  * Queues a request. Returns TS_OK with *out (release it with
  * engine_release), TS_ELIMIT when the waiting queue is full (answer 429;
- * on_submit is not called), TS_ETIMEDOUT when the engine is shutting down
- * (503), or TS_EINVAL for stop strings text/stop.h refuses, or logprobs
- * or a guide the backend does not support (engine_backend.logprobs NULL,
- * .guided 0).
+ * on_submit is not called), TS_ESHUTDOWN when the engine is shutting down
+ * (engine_shutdown was called: 503), or TS_EINVAL for a request
+ * engine_refusal names (stop strings text/stop.h refuses, or logprobs or
+ * a guide the backend does not support).
  */
 enum ts_err engine_submit(struct engine *e, const struct engine_request *r,
     struct engine_seq **out);

@@ -253,7 +253,8 @@ debug_generated(struct server *srv, struct reply *rp)
 	}
 	if (obj != NULL) {
 		static const char *const causes[] = { NULL, "client_gone",
-		    "write_stall", "shutdown" };
+		    "write_stall", "shutdown", "server_error",
+		    "output_limit" };
 		static const char *const phases[] = { NULL, "waiting",
 		    "prefill", "decode" };
 		const char *reason = NULL;
@@ -292,13 +293,16 @@ debug_generated(struct server *srv, struct reply *rp)
 		json_object_set_new(obj, "cached_tokens", json_integer(
 		    (json_int_t)rec.cached_tokens));
 		json_object_set_new(obj, "cancel_cause", rec.cause >= 1 &&
-		    rec.cause <= 3 ? json_string(causes[rec.cause]) :
-		    json_null());
-		/* From the failed write (or hang-up) to the sequence leaving
-		 * the batch: at most one decode step. */
+		    rec.cause < sizeof(causes) / sizeof(causes[0]) ?
+		    json_string(causes[rec.cause]) : json_null());
+		/* From the failed write (or hang-up, or the failed encoding)
+		 * to the sequence leaving the batch: at most one decode
+		 * step. */
 		json_object_set_new(obj, "cancel_to_leave_ms", rec.cause ==
 		    STATE_CAUSE_CLIENT_GONE || rec.cause ==
-		    STATE_CAUSE_WRITE_STALL ? json_real(
+		    STATE_CAUSE_WRITE_STALL || rec.cause ==
+		    STATE_CAUSE_SERVER_ERROR || rec.cause ==
+		    STATE_CAUSE_OUTPUT_LIMIT ? json_real(
 		    (double)rec.leave_us / 1000.0) : json_null());
 		engine_stats(srv->engine, &es);
 		json_object_set_new(obj, "engine", json_pack(

@@ -74,13 +74,17 @@ stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	struct lab_resp *lr = r->resp;
 	char id[RESUME_ID_MAX + 1];
 	size_t idlen;
+	enum ts_err rc;
 
 	lr->eid.index = index;
 	idlen = resume_id_format(id, sizeof(id), &lr->eid);
-	if (sse_encode_id(out, id, idlen) != TS_OK ||
-	    stream_retry(lr, out) != TS_OK ||
-	    sse_encode_token(out, text, len) != TS_OK)
-		return TS_EINVAL;
+	rc = sse_encode_id(out, id, idlen);
+	if (rc == TS_OK)
+		rc = stream_retry(lr, out);
+	if (rc == TS_OK)
+		rc = sse_encode_token(out, text, len);
+	if (rc != TS_OK)
+		return rc;      /* TS_ELIMIT: out is full */
 	*event = 1;
 	return TS_OK;
 }
@@ -96,19 +100,20 @@ stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	struct lab_resp *lr = r->resp;
 	struct http_error err;
 	char id[RESUME_ID_MAX + 1];
+	enum ts_err rc = TS_OK;
 
 	(void)v;
-	if (stream_retry(lr, out) != TS_OK)
-		return TS_EINVAL;
-	if (reply_finish_error(lr->req.knobs.error_after, f, &err) &&
-	    sse_encode_error(out, err.message, err.type, err.code) != TS_OK)
-		return TS_EINVAL;
-	if (f != ENGINE_FINISH_SHUTDOWN) {
+	rc = stream_retry(lr, out);
+	if (rc == TS_OK && reply_finish_error(lr->req.knobs.error_after, f,
+	    &err))
+		rc = sse_encode_error(out, err.message, err.type, err.code);
+	if (rc == TS_OK && f != ENGINE_FINISH_SHUTDOWN) {
 		lr->eid.index = RESUME_INDEX_END;
-		if (sse_encode_id(out, id, resume_id_format(id, sizeof(id),
-		    &lr->eid)) != TS_OK)
-			return TS_EINVAL;
+		rc = sse_encode_id(out, id, resume_id_format(id, sizeof(id),
+		    &lr->eid));
 	}
+	if (rc != TS_OK)
+		return rc;
 	return sse_encode_done(out);
 }
 

@@ -34,6 +34,55 @@ submit_count_prompt(struct server *srv, struct engine_request *job,
 	return 400;
 }
 
+/*
+ * The 400 for a request engine_submit refused with TS_EINVAL: why, from
+ * engine_refusal (the same checks, in engine_submit's order), in the
+ * words the /v1 handlers use when they refuse the same thing before
+ * submitting.
+ */
+static void
+submit_refused(struct server *srv, const struct engine_request *job,
+    struct http_error *err)
+{
+	const char *be = srv->backend->name;
+
+	switch (engine_refusal(srv->engine, job)) {
+	case ENGINE_REFUSAL_LOGPROBS:
+		http_error_set(err, 400, "invalid_request_error",
+		    "unsupported_parameter", "The %s backend has no "
+		    "logprobs.", be);
+		http_error_set_param(err, "logprobs");
+		return;
+	case ENGINE_REFUSAL_GUIDE:
+		http_error_set(err, 400, "invalid_request_error",
+		    "unsupported_parameter", "The %s backend cannot make "
+		    "tool calls, JSON output or echoes (it has no guided "
+		    "decoding).", be);
+		return;
+	case ENGINE_REFUSAL_STOP_EMPTY:
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_value", "a stop string is empty");
+		break;
+	case ENGINE_REFUSAL_STOP_LONG:
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_value", "a stop string is longer than %d bytes",
+		    STOP_MAX_BYTES);
+		break;
+	case ENGINE_REFUSAL_STOP_UTF8:
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_value", "a stop string is not valid UTF-8");
+		break;
+	case ENGINE_REFUSAL_NONE:
+	default:
+		/* engine_submit's copy of the request was refused though
+		 * the request was not: a bug, not the client's fault */
+		http_error_set(err, 500, "server_error", "submit_failed",
+		    "the request could not be queued");
+		return;
+	}
+	http_error_set_param(err, "stop");
+}
+
 enum ts_err
 submit(struct server *srv, struct engine_request *job,
     const struct submit_record *rec, struct conn *c, struct engine_seq **s,
@@ -57,11 +106,14 @@ submit(struct server *srv, struct engine_request *job,
 		    "count too); retry later", srv->opt->engine.max_num_seqs,
 		    srv->opt->engine.max_waiting);
 	} else if (rc == TS_EINVAL) {
-		http_error_set(err, 400, "invalid_request_error",
-		    "invalid_value", "the stop strings cannot be used");
-	} else {
+		submit_refused(srv, job, err);
+	} else if (rc == TS_ESHUTDOWN) {
 		http_error_set(err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
+	} else {
+		http_error_set(err, 500, "server_error", "submit_failed",
+		    "the request could not be queued (%s)",
+		    ts_strerror(rc));
 	}
 	return rc;
 }

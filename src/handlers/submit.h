@@ -3,7 +3,8 @@
  * relays: counts the prompt's tokens with the backend (and refuses a
  * prompt longer than its context), queues the request in the engine with
  * its state record, and turns the engine's refusals into answers: 429
- * queue_full (with Retry-After) or 503 shutdown.
+ * queue_full (with Retry-After), 503 shutdown, or 400 for what the engine
+ * cannot serve.
  */
 #ifndef TS_HANDLERS_SUBMIT_H
 #define TS_HANDLERS_SUBMIT_H
@@ -39,10 +40,13 @@ int submit_count_prompt(struct server *srv, struct engine_request *job,
 
 /*
  * Queues job for the connection c (engine_seq_user gives c back) with the
- * record rec. Returns TS_OK with *s, or an
- * error with *err filled: TS_ELIMIT 429 when the waiting queue is full,
- * TS_ETIMEDOUT 503 when shutting down, TS_EINVAL 400 for stop strings
- * the engine refuses.
+ * record rec. Returns TS_OK with *s, or engine_submit's error with *err
+ * filled: TS_ELIMIT 429 queue_full when the waiting queue is full,
+ * TS_ESHUTDOWN 503 shutdown when the server is stopping, TS_EINVAL 400
+ * saying what the engine refused (engine_refusal: logprobs or a guide the
+ * backend cannot serve, "unsupported_parameter"; an empty, too long or
+ * not UTF-8 stop string, "invalid_value" with param "stop"); any other
+ * error 500.
  */
 enum ts_err submit(struct server *srv, struct engine_request *job,
     const struct submit_record *rec, struct conn *c,

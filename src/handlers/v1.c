@@ -299,7 +299,7 @@ v1_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 		rc = openai_encode_chunk_lp(out, &vr->stream, text, len, lp);
 	v1_leave(vr, r->choice);
 	if (rc != TS_OK)
-		return TS_EINVAL;
+		return rc;      /* TS_ELIMIT: out is full */
 	*event = 1;
 	return TS_OK;
 }
@@ -389,11 +389,14 @@ v1_resp_close_calls(struct v1_resp *vr, struct v1_choice *ch,
 {
 	struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
 	size_t n = v1_calls(vr, ch, calls);
+	enum ts_err rc;
 
-	for (; ch->closed < upto && ch->closed < n; ch->closed++)
-		if (openai_resp_encode_call_done(out, &vr->rstream,
-		    (uint32_t)ch->closed, &calls[ch->closed], f) != TS_OK)
-			return TS_EINVAL;
+	for (; ch->closed < upto && ch->closed < n; ch->closed++) {
+		rc = openai_resp_encode_call_done(out, &vr->rstream,
+		    (uint32_t)ch->closed, &calls[ch->closed], f);
+		if (rc != TS_OK)
+			return rc;
+	}
 	return TS_OK;
 }
 
@@ -406,6 +409,7 @@ v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
 {
 	struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
 	size_t at = ch->released, i;
+	enum ts_err rc;
 
 	ch->released += len;
 	(void)openai_plan_calls(&ch->plan, &vr->req, calls);
@@ -415,16 +419,19 @@ v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
 		if (n == 0)
 			continue;
 		if (i >= ch->opened) {
-			if (v1_resp_close_calls(vr, ch, out, i,
-			    OPENAI_FINISH_STOP) != TS_OK ||
-			    openai_resp_encode_call_added(out, &vr->rstream,
-			    (uint32_t)i, &calls[i]) != TS_OK)
-				return TS_EINVAL;
+			rc = v1_resp_close_calls(vr, ch, out, i,
+			    OPENAI_FINISH_STOP);
+			if (rc == TS_OK)
+				rc = openai_resp_encode_call_added(out,
+				    &vr->rstream, (uint32_t)i, &calls[i]);
+			if (rc != TS_OK)
+				return rc;
 			ch->opened = i + 1;
 		}
-		if (openai_resp_encode_call_delta(out, &vr->rstream,
-		    (uint32_t)i, text + (lo - at), n) != TS_OK)
-			return TS_EINVAL;
+		rc = openai_resp_encode_call_delta(out, &vr->rstream,
+		    (uint32_t)i, text + (lo - at), n);
+		if (rc != TS_OK)
+			return rc;
 	}
 	return TS_OK;
 }
@@ -436,19 +443,19 @@ v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
 {
 	struct v1_resp *vr = r->resp;
 	struct v1_choice *ch = v1_cur(r);
+	enum ts_err rc;
 
 	(void)index;
 	if (len == 0 || vr->silent == V1_SILENT_ALL)
 		return TS_OK;
-	if (ts_buf_append(&ch->text, text, len) != TS_OK)
-		return TS_EINVAL;
-	if (ch->plan.ncalls > 0) {
-		if (v1_resp_call_token(vr, ch, out, text, len) != TS_OK)
-			return TS_EINVAL;
-	} else if (openai_resp_encode_delta(out, &vr->rstream, text, len) !=
-	    TS_OK) {
-		return TS_EINVAL;
-	}
+	/* TS_ELIMIT: the answer's text or out is full */
+	rc = ts_buf_append(&ch->text, text, len);
+	if (rc == TS_OK)
+		rc = ch->plan.ncalls > 0 ?
+		    v1_resp_call_token(vr, ch, out, text, len) :
+		    openai_resp_encode_delta(out, &vr->rstream, text, len);
+	if (rc != TS_OK)
+		return rc;
 	*event = 1;
 	return TS_OK;
 }
@@ -475,14 +482,15 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	if (vr->ch[0].plan.ncalls > 0) {
 		struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
 		size_t n = v1_calls(vr, &vr->ch[0], calls), mark = out->len;
+		enum ts_err rc = v1_resp_close_calls(vr, &vr->ch[0], out, n,
+		    v1_finish(f));
 
-		if (v1_resp_close_calls(vr, &vr->ch[0], out, n, v1_finish(f)) !=
-		    TS_OK || openai_resp_encode_end_calls(out, &vr->rstream,
-		    calls, n, v1_finish(f), &vr->usage) != TS_OK) {
+		if (rc == TS_OK)
+			rc = openai_resp_encode_end_calls(out, &vr->rstream,
+			    calls, n, v1_finish(f), &vr->usage);
+		if (rc != TS_OK)
 			out->len = mark;
-			return TS_EINVAL;
-		}
-		return TS_OK;
+		return rc;
 	}
 	return openai_resp_encode_end(out, &vr->rstream, t->p ? t->p : "",
 	    t->len, v1_finish(f), &vr->usage);
@@ -535,9 +543,10 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		    engine_seq_id(r->seq));
 	}
 	v1_usage(vr, v);
-	if (reply_head_buf(r->reply, out, 200, "application/json",
-	    engine_seq_id(r->seq), NULL) != TS_OK)
-		return TS_EINVAL;
+	rc = reply_head_buf(r->reply, out, 200, "application/json",
+	    engine_seq_id(r->seq), NULL);
+	if (rc != TS_OK)
+		return rc;
 	mark = out->len;
 	memset(cs, 0, sizeof(cs));
 	for (i = 0; i < vr->n; i++) {

@@ -61,7 +61,11 @@ enum state_cause {
 	STATE_CAUSE_NONE = 0,
 	STATE_CAUSE_CLIENT_GONE = 1,  /* a failed write or a hang-up */
 	STATE_CAUSE_WRITE_STALL = 2,  /* the client stopped reading */
-	STATE_CAUSE_SHUTDOWN = 3      /* the server is stopping */
+	STATE_CAUSE_SHUTDOWN = 3,     /* the server is stopping */
+	STATE_CAUSE_SERVER_ERROR = 4, /* the server ended it: encoding
+				       * failed */
+	STATE_CAUSE_OUTPUT_LIMIT = 5  /* the server ended it: the response
+				       * outgrew its buffer */
 };
 
 /* What the engine knows when a sequence leaves. */

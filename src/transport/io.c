@@ -306,7 +306,7 @@ ic_pump(struct io_conn *ic, int64_t now)
 		}
 		st = relay_pump(ic->relay, &ic->out, now);
 		if (st == RELAY_FAIL) {
-			ic_close(ic, now, ENGINE_CAUSE_CLIENT_GONE);
+			ic_close(ic, now, relay_fail_cause(ic->relay));
 			return;
 		}
 		ic->ended = st == RELAY_DONE;

@@ -109,6 +109,14 @@ release_id(struct relay *r, struct release *rel, uint32_t id)
 	    NULL);
 }
 
+/* An op returned rc (not TS_OK): kept for relay_fail_cause. */
+static enum relay_state
+relay_failed(struct relay *r, enum ts_err rc)
+{
+	r->fail = rc;
+	return RELAY_FAIL;
+}
+
 /* Choice i's news: its tokens, and its end when it finished (*ended).
  * RELAY_FAIL when encoding failed, RELAY_DONE when the client is gone. */
 static enum relay_state
@@ -116,6 +124,7 @@ pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
     struct engine_view *v, int *ended)
 {
 	struct relay_choice *c = &r->ch[i];
+	enum ts_err rc;
 	int event;
 
 	*ended = c->ended;
@@ -126,10 +135,11 @@ pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
 	while (c->sent < v->produced) {
 		release_id(r, &c->rel, v->ids[c->sent]);
 		event = 0;
-		if (r->ops->token(r, out, r->start_index + c->sent,
+		rc = r->ops->token(r, out, r->start_index + c->sent,
 		    r->piece.p != NULL ? r->piece.p : "", r->piece.len,
-		    &event) != TS_OK)
-			return RELAY_FAIL;
+		    &event);
+		if (rc != TS_OK)
+			return relay_failed(r, rc);
 		c->sent++;
 		c->unwritten++;
 		c->events += event != 0;
@@ -146,10 +156,11 @@ pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
 		 * character at max_tokens) goes with the last token. */
 		release_finish(&c->rel, &tail);
 		event = 0;
-		if (tail.len > 0 && r->ops->token(r, out, r->start_index +
+		rc = tail.len > 0 ? r->ops->token(r, out, r->start_index +
 		    (c->sent > 0 ? c->sent - 1 : 0), tail.p, tail.len,
-		    &event) != TS_OK)
-			return RELAY_FAIL;
+		    &event) : TS_OK;
+		if (rc != TS_OK)
+			return relay_failed(r, rc);
 		c->events += event != 0;
 		r->events += event != 0;
 	}
@@ -163,6 +174,7 @@ relay_pump(struct relay *r, struct ts_buf *out, int64_t now)
 {
 	struct engine_view v, v0;
 	enum relay_state st;
+	enum ts_err rc;
 	uint32_t i, left = 0;
 	int ended, was;
 
@@ -183,24 +195,27 @@ relay_pump(struct relay *r, struct ts_buf *out, int64_t now)
 			continue;
 		}
 		/* a choice that finishes before the others: its own end */
-		if (!was && r->nch > 1 && r->ops->choice_end != NULL &&
-		    r->ops->choice_end(r, out, i, v.finish, &v) != TS_OK)
-			return RELAY_FAIL;
+		rc = !was && r->nch > 1 && r->ops->choice_end != NULL ?
+		    r->ops->choice_end(r, out, i, v.finish, &v) : TS_OK;
+		if (rc != TS_OK)
+			return relay_failed(r, rc);
 	}
 	if (left == 0) {
 		r->ended = 1;
 		if (r->nch > 1 || v0.finish == ENGINE_FINISH_NONE)
 			engine_seq_view(r->ch[0].seq, &v0);
 		r->choice = 0;
-		if (r->ops->end(r, out, v0.finish, &v0) != TS_OK)
-			return RELAY_FAIL;
+		rc = r->ops->end(r, out, v0.finish, &v0);
+		if (rc != TS_OK)
+			return relay_failed(r, rc);
 		r->ends_well = 1;
 		return RELAY_DONE;
 	}
 	if (r->keepalive_ns > 0 && now >= r->last_write + r->keepalive_ns &&
 	    out->len == 0) {
-		if (r->ops->keepalive(r, out) != TS_OK)
-			return RELAY_FAIL;
+		rc = r->ops->keepalive(r, out);
+		if (rc != TS_OK)
+			return relay_failed(r, rc);
 		/* written at once by the driver: the clock restarts */
 		r->last_write = now;
 	}
@@ -258,6 +273,13 @@ relay_gone(struct relay *r, int64_t now, enum engine_cause cause)
 		engine_cancel(r->env.engine, r->ch[i].seq, now, cause);
 }
 
+enum engine_cause
+relay_fail_cause(const struct relay *r)
+{
+	return r->fail == TS_ELIMIT ? ENGINE_CAUSE_OUTPUT_LIMIT :
+	    ENGINE_CAUSE_SERVER_ERROR;
+}
+
 int64_t
 relay_deadline(const struct relay *r)
 {
@@ -296,7 +318,7 @@ relay_run(struct conn *c, struct relay *r)
 		enum relay_state st = relay_pump(r, &out, now);
 
 		if (st == RELAY_FAIL) {
-			relay_gone(r, now, ENGINE_CAUSE_CLIENT_GONE);
+			relay_gone(r, now, relay_fail_cause(r));
 			break;
 		}
 		if (out.len > 0) {

@@ -105,7 +105,8 @@ enum relay_state {
 	RELAY_MORE,     /* waiting for the engine (or time) */
 	RELAY_DONE,     /* the end is in the buffer (or nothing is left to
 			 * send: the client is gone) */
-	RELAY_FAIL      /* the response cannot go on: cancelled */
+	RELAY_FAIL      /* the response cannot go on (an op failed:
+			 * relay_fail_cause says why): cancel it */
 };
 
 /* One stream being relayed. The fields are relay.c's, but for resp. */
@@ -132,6 +133,8 @@ struct relay {
 				       * any choice (0: none yet, TTFT) */
 	int ended;                    /* the end is encoded */
 	int ends_well;                /* ... and is a complete answer */
+	enum ts_err fail;             /* what the op that failed returned
+				       * (RELAY_FAIL), else TS_OK */
 };
 
 /*
@@ -169,6 +172,14 @@ void relay_flushed(struct relay *r, int64_t now);
 /* A write failed or the client hung up (or stalled: `cause`) at `now`:
  * the sequence is cancelled (engine_cancel). */
 void relay_gone(struct relay *r, int64_t now, enum engine_cause cause);
+
+/*
+ * After RELAY_FAIL, the cause to cancel with (relay_gone): the server
+ * ended the stream, the client did not leave. ENGINE_CAUSE_OUTPUT_LIMIT
+ * when the op that failed returned TS_ELIMIT (its output outgrew a
+ * buffer), ENGINE_CAUSE_SERVER_ERROR for any other failure (encoding).
+ */
+enum engine_cause relay_fail_cause(const struct relay *r);
 
 /* When relay_pump has something to do without news: the next keep-alive,
  * or INT64_MAX. */

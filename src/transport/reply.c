@@ -69,11 +69,13 @@ error_buf(struct reply *rp, struct ts_buf *b, const struct http_error *err,
     const char *extra, uint64_t id,
     enum ts_err (*encode)(const struct http_error *, struct ts_buf *))
 {
-	if (reply_head_buf(rp, b, err->status, "application/json", id,
-	    extra) != TS_OK)
-		return TS_ELIMIT;
-	if (encode(err, b) != TS_OK)
-		return TS_EINVAL;
+	enum ts_err rc = reply_head_buf(rp, b, err->status,
+	    "application/json", id, extra);
+
+	if (rc == TS_OK)
+		rc = encode(err, b);    /* TS_ELIMIT: b is full */
+	if (rc != TS_OK)
+		return rc;
 	return ts_buf_append(b, "\n", 1);
 }
 

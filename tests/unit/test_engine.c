@@ -648,7 +648,7 @@ test_shutdown(void **unused)
 	engine_shutdown(e);
 	assert_int_equal(finish_of(&a), ENGINE_FINISH_SHUTDOWN);
 	assert_int_equal(finish_of(&b), ENGINE_FINISH_SHUTDOWN);
-	assert_int_equal(submit(e, &c, "c", 5, 40, 0), TS_ETIMEDOUT);
+	assert_int_equal(submit(e, &c, "c", 5, 40, 0), TS_ESHUTDOWN);
 	engine_release(e, a.s);
 	engine_release(e, b.s);
 	engine_destroy(e);

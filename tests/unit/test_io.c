@@ -12,6 +12,8 @@
  *     write_stall after --write-stall-ms, its tokens counted wasted;
  *   - a client that reads, but slower than the tokens come, is not: the
  *     stall clock restarts whenever it takes bytes;
+ *   - a stream the server ends (its encoder fails) is cancelled with the
+ *     server's cause, server_error or output_limit, not client_gone;
  *   - the hand-off: a 1-token stream may be finished (and its connection
  *     freed) by an I/O thread before route() returns on the accepting
  *     thread; the accepting side must learn of the hand-off from its own
@@ -40,6 +42,8 @@
 #include "engine/engine.h"
 #include "transport/conn.h"
 #include "transport/io.h"
+#include "transport/relay.h"
+#include "transport/reply.h"
 #include "stores/metrics.h"
 #include "handlers/settings.h"
 #include "handlers/record.h"
@@ -440,6 +444,120 @@ test_slow_reader_not_stalled(void **unused)
 	free(sc);
 }
 
+/* A relay whose token op fails at token fail_at with rc; freed with it. */
+struct failing_stream {
+	struct relay relay;
+	struct reply reply;
+	uint32_t fail_at;
+	enum ts_err rc;
+};
+
+static enum ts_err
+failing_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct failing_stream *f = r->resp;
+
+	(void)text;
+	(void)len;
+	if (index == f->fail_at)
+		return f->rc;
+	*event = 1;
+	return ts_buf_append(out, "data: t\n\n", 9);
+}
+
+static enum ts_err
+failing_end(struct relay *r, struct ts_buf *out, enum engine_finish fin,
+    const struct engine_view *v)
+{
+	(void)r;
+	(void)fin;
+	(void)v;
+	return ts_buf_append(out, "data: [DONE]\n\n", 14);
+}
+
+static void
+failing_free(struct relay *r)
+{
+	free(r->resp);
+}
+
+static const struct relay_ops failing_ops = {
+	.token = failing_token, .end = failing_end, .free = failing_free,
+	.tokens_reach_client = 1,
+};
+
+/* The I/O thread pumps a stream whose encoder fails at its third token:
+ * the server ended it, so its record says server_error (any encoding
+ * failure) or output_limit (TS_ELIMIT: the response outgrew a buffer),
+ * not client_gone; the client, still reading, got at most two events
+ * and no [DONE]. */
+static void
+test_encoder_failure_cause(void **unused)
+{
+	static const struct {
+		enum ts_err rc;
+		enum state_cause cause;
+	} cases[] = {
+		{ TS_EINVAL, STATE_CAUSE_SERVER_ERROR },
+		{ TS_ELIMIT, STATE_CAUSE_OUTPUT_LIMIT },
+	};
+	size_t k;
+
+	(void)unused;
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct sock_conn *sc = calloc(1, sizeof(*sc));
+		struct failing_stream *f = calloc(1, sizeof(*f));
+		struct engine_request r;
+		struct engine_seq *s;
+		struct relay_env env;
+		struct state_record rec;
+		static char resp[1 << 16];
+		int sv[2];
+		uint64_t id;
+
+		memset(&r, 0, sizeof(r));
+		r.prompt = "fail";
+		r.prompt_len = 4;
+		r.prompt_tokens = 1;
+		r.model = SIM_MODEL_LAB;
+		engine_sampling_greedy(&r.sampling);
+		r.max_tokens = 4000;
+		r.tpot_ms = 2;
+		r.error_after = -1;
+		r.t0_ns = srv.now();
+		r.user = &sc->c;        /* the I/O thread finds it by this */
+		assert_int_equal(engine_submit(srv.engine, &r, &s), TS_OK);
+		id = engine_seq_id(s);
+		assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+		snprintf(sc->uri, sizeof(sc->uri), "/stream");
+		sc->qs = "";
+		sc->fd = sv[0];
+		sc->c.ops = &sc_ops;
+		f->fail_at = 2;
+		f->rc = cases[k].rc;
+		f->reply.conn = &sc->c;
+		f->reply.id_prefix = "";
+		f->reply.t0 = r.t0_ns;
+		env = server_relay_env(&srv);
+		assert_int_equal(relay_init(&f->relay, &env, &f->reply, s, 0,
+		    NULL, NULL, 0, &failing_ops, f), TS_OK);
+		io_assign(srv.io, &sc->c);
+		io_stream(srv.io, &sc->c, &f->relay);
+		wait_ended(id, &rec, 2000);
+		assert_int_equal(rec.status, STATE_CANCELLED);
+		assert_int_equal(rec.cause, cases[k].cause);
+		assert_true(rec.generated < 4000);
+		assert_int_equal(finished_of(sc), 1);
+		read_all(sv[1], resp, sizeof(resp), 1000);
+		/* the events encoded in the pass that failed are dropped */
+		assert_true(count_of(resp, "data: t\n\n") <= 2);
+		assert_null(strstr(resp, "[DONE]"));
+		close(sv[1]);
+		free(sc);
+	}
+}
+
 /* 1-token streams with no prefill, their connections freed by finish():
  * the I/O thread may end one before route() has returned. Every one is
  * finished exactly once, and only by the I/O thread. */
@@ -517,6 +635,7 @@ main(void)
 		cmocka_unit_test(test_hangup_cancels),
 		cmocka_unit_test(test_stall_costs_no_thread),
 		cmocka_unit_test(test_slow_reader_not_stalled),
+		cmocka_unit_test(test_encoder_failure_cause),
 		cmocka_unit_test(test_short_streams_handoff),
 	};
 
