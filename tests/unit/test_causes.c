@@ -39,7 +39,7 @@
 #include "proto/http.h"
 #include "stores/metrics.h"
 #include "stores/state.h"
-#include "handlers/options.h"
+#include "handlers/settings.h"
 #include "handlers/record.h"
 #include "handlers/routes.h"
 #include "handlers/server.h"
