@@ -145,12 +145,23 @@ struct engine_backend {
 	/* The number of prompt tokens seq_start would take for (prompt, len)
 	 * with model `model`: for usage counts, the prefill time and
 	 * refusing a long prompt before it is queued. TS_OK, or TS_ELIMIT
-	 * (*n then 0) when it does not fit the context. Any thread. */
+	 * when it does not fit the context: *n is then the count when the
+	 * backend made it (the refusal tells the client how long the
+	 * prompt was), or 0 when it refused on the byte length alone
+	 * (len / max_token_bytes tokens at least, without encoding). Any
+	 * thread. */
 	enum ts_err (*count_tokens)(void *impl, uint32_t model,
 	    const char *prompt, size_t len, uint64_t *n);
 	/* Positions per sequence (prompt + generated), 0 when there is no
 	 * limit (the simulator). */
 	uint32_t (*context_len)(void *impl);
+	/* Optional (NULL: the name says enough). What tokstream-fcgi's
+	 * start-up log says of the backend after its name: one line
+	 * without a newline, e.g. the llama backend's "model FILE (dim 288,
+	 * 6 layers, ...), context 256 tokens, 2 compute threads". Writes
+	 * at most cap bytes, NUL included, and returns the length it
+	 * wanted, as snprintf. Called once, after opening. */
+	int (*describe)(void *impl, char *buf, size_t cap);
 	/* Frees impl; every sequence must have been freed. May be NULL. */
 	void (*close)(void *impl);
 };

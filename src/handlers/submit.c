@@ -8,6 +8,55 @@
 #include "stores/metrics.h"
 #include "handlers/server.h"
 
+/*
+ * Refuses a prompt over the context with its counts in the message, in
+ * the words of vLLM's current check (vllm/renderers/params.py,
+ * TokenizeParams._token_len_check):
+ *   "You passed {P} input tokens and requested {C} output tokens.
+ *    However, the model's context length is only {N} tokens, resulting
+ *    in a maximum input length of {N - C} tokens. Please reduce the
+ *    length of the input prompt."
+ * (older vLLM said "This model's maximum context length is N tokens.
+ * However, you requested M tokens (P in the messages, C in the
+ * completion). ..."). Here max_tokens is not part of the rule (a
+ * sequence whose cache fills ends there), which keeps one position
+ * for output and, for a resumed stream, `more` for the tokens it
+ * recomputes: the maximum input length is N - 1 - more, and the
+ * message claims no output count. A prompt the backend refused on its
+ * byte length alone (count 0: too long at the longest token, not
+ * encoded, as vLLM's _text_len_check) is told in bytes.
+ */
+static void
+submit_context_error(const struct engine_backend *be,
+    const struct engine_request *job, uint64_t n, uint64_t more,
+    uint64_t ctx, struct http_error *err)
+{
+	unsigned long long max = ctx > more + 1 ? ctx - more - 1 : 0;
+
+	if (n == 0)
+		http_error_set(err, 400, "invalid_request_error",
+		    "context_length_exceeded", "You passed %zu input bytes. "
+		    "However, the model's context length is only %llu tokens "
+		    "of at most %u bytes each. Please reduce the length of "
+		    "the input prompt.", job->prompt_len,
+		    (unsigned long long)ctx, be->max_token_bytes);
+	else if (more == 0)
+		http_error_set(err, 400, "invalid_request_error",
+		    "context_length_exceeded", "You passed %llu input tokens. "
+		    "However, the model's context length is only %llu tokens, "
+		    "resulting in a maximum input length of %llu tokens. "
+		    "Please reduce the length of the input prompt.",
+		    (unsigned long long)n, (unsigned long long)ctx, max);
+	else
+		http_error_set(err, 400, "invalid_request_error",
+		    "context_length_exceeded", "You passed %llu input tokens "
+		    "and %llu sent tokens to recompute. However, the model's "
+		    "context length is only %llu tokens, resulting in a "
+		    "maximum input length of %llu tokens. Please reduce the "
+		    "length of the input prompt.", (unsigned long long)n,
+		    (unsigned long long)more, (unsigned long long)ctx, max);
+}
+
 int
 submit_count_prompt(struct server *srv, struct engine_request *job,
     uint64_t more, struct http_error *err)
@@ -18,19 +67,13 @@ submit_count_prompt(struct server *srv, struct engine_request *job,
 
 	if (be->count_tokens(be->impl, job->model, job->prompt,
 	    job->prompt_len, &n) != TS_OK) {
-		http_error_set(err, 400, "invalid_request_error",
-		    "context_length_exceeded", "the prompt is longer than the "
-		    "model's context of %llu tokens", (unsigned long long)ctx);
+		submit_context_error(be, job, n, more, ctx, err);
 		return 400;
 	}
 	job->prompt_tokens = n;
 	if (ctx == 0 || n + more < ctx)
 		return 0;
-	http_error_set(err, 400, "invalid_request_error",
-	    "context_length_exceeded", "the prompt is %llu tokens (+%llu "
-	    "to recompute); the model's context is %llu",
-	    (unsigned long long)n, (unsigned long long)more,
-	    (unsigned long long)ctx);
+	submit_context_error(be, job, n, more, ctx, err);
 	return 400;
 }
 

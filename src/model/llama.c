@@ -24,6 +24,8 @@
 
 struct model_backend {
 	char name[128];              /* the checkpoint's file name */
+	char *path;                  /* the checkpoint as opened, for the
+				      * start-up log */
 	const char *models[1];       /* its one model: name */
 	struct model *m;
 	struct tokenizer *tok;
@@ -337,16 +339,15 @@ backend_count_tokens(void *impl, uint32_t model, const char *prompt,
 
 	(void)model;
 	*n = 0;
+	/* too long even at the longest token: refused unencoded, *n 0 */
 	if (len / tokenizer_max_token_length(mb->tok) >= mb->ctx)
 		return TS_ELIMIT;
 	rc = tokenizer_encode(mb->tok, prompt, len, 1, 0, &ids, &k);
 	if (rc != TS_OK)
 		return rc;
 	free(ids);
-	if (k > mb->ctx)
-		return TS_ELIMIT;
-	*n = k;
-	return TS_OK;
+	*n = k;             /* kept on TS_ELIMIT: the refusal says it */
+	return k > mb->ctx ? TS_ELIMIT : TS_OK;
 }
 
 static uint32_t
@@ -357,6 +358,28 @@ backend_context_len(void *impl)
 	return mb->ctx;
 }
 
+/*
+ * The start-up log's words for this backend (backend.h describe): the
+ * checkpoint as given to --model, its config (model.h; weight bytes are
+ * the parameters at 4 bytes, the checkpoint's f32), the context per
+ * sequence and the compute threads of the pool (the caller's included).
+ */
+static int
+backend_describe(void *impl, char *buf, size_t cap)
+{
+	const struct model_backend *mb = impl;
+	const struct model_config *c = &mb->m->cfg;
+	uint64_t params = model_param_count(c);
+
+	return snprintf(buf, cap, "model %s (dim %u, %u layers, %u heads, "
+	    "%u kv heads, vocab %u, hidden dim %u, %llu parameters, %llu "
+	    "weight bytes), context %u tokens, %u compute threads",
+	    mb->path, c->dim, c->n_layers, c->n_heads, c->n_kv_heads,
+	    c->vocab_size, c->hidden_dim, (unsigned long long)params,
+	    (unsigned long long)params * sizeof(float), mb->ctx,
+	    model_run_threads(mb->run));
+}
+
 static void
 backend_close(void *impl)
 {
@@ -364,6 +387,7 @@ backend_close(void *impl)
 
 	if (mb == NULL)
 		return;
+	free(mb->path);
 	model_run_free(mb->run);
 	tokenizer_free(mb->tok);
 	model_close(mb->m);
@@ -425,6 +449,8 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 		    slash != NULL ? slash + 1 : checkpoint);
 	}
 	mb->models[0] = mb->name;
+	mb->path = xmalloc(strlen(checkpoint) + 1);
+	memcpy(mb->path, checkpoint, strlen(checkpoint) + 1);
 	out->impl = mb;
 	out->name = "llama";
 	out->models = mb->models;
@@ -443,6 +469,7 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->logprobs = backend_logprobs;
 	out->count_tokens = backend_count_tokens;
 	out->context_len = backend_context_len;
+	out->describe = backend_describe;
 	out->close = backend_close;
 	return TS_OK;
 fail:

@@ -113,13 +113,40 @@ raise_fd_limit(uint32_t streams)
 	    (unsigned long long)rl.rlim_cur, streams);
 }
 
+/*
+ * The backend's part of the start-up line, into buf: "backend NAME",
+ * then what the backend says of itself (describe: the llama backend's
+ * model file, config, context and compute threads), then, when the
+ * engine paces the steps (the simulator), the latency model's TPOT and
+ * prefill in ms.
+ */
+static void
+describe_backend(const struct engine_backend *be, char *buf, size_t cap)
+{
+	size_t n;
+	int r;
+
+	n = (size_t)snprintf(buf, cap, "backend %s", be->name);
+	if (be->describe != NULL && n + 2 < cap) {
+		memcpy(buf + n, ": ", 3);
+		n += 2;
+		r = be->describe(be->impl, buf + n, cap - n);
+		n += r > 0 ? (size_t)r : 0;
+	}
+	if (engine_paces(srv.engine) && n < cap)
+		snprintf(buf + n, cap - n, ", TPOT %.1f ms, prefill %.1f ms + "
+		    "%.3f ms/token", opt.engine.lat.tpot_ms,
+		    opt.engine.lat.prefill_base_ms,
+		    opt.engine.lat.prefill_per_token_ms);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct backend_args ba;
 	struct engine_hooks hooks;
 	sigset_t sigs;
-	char errbuf[512];
+	char errbuf[512], bdesc[1024];
 	int i, sig, started;
 
 	/* Block the stop signals first, in every thread to come, so one that
@@ -180,13 +207,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "tokstream-fcgi: backend %s: compute is real, "
 		    "the latency model (TPOT, prefill) is off\n",
 		    srv.backend->name);
+	describe_backend(srv.backend, bdesc, sizeof(bdesc));
 	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d accept + %d I/O "
-	    "threads, state %s/%s, TPOT %.1f ms, prefill %.1f ms + %.3f "
-	    "ms/token, %u slots, %u waiting%s\n",
+	    "threads, state %s/%s, %s, %u slots, %u waiting%s\n",
 	    PACKAGE_VERSION, (long)getpid(), started, io_threads(srv.io),
-	    opt.state_dir,
-	    STATE_FILE_NAME, opt.engine.lat.tpot_ms,
-	    opt.engine.lat.prefill_base_ms, opt.engine.lat.prefill_per_token_ms,
+	    opt.state_dir, STATE_FILE_NAME, bdesc,
 	    opt.engine.max_num_seqs, opt.engine.max_waiting,
 	    opt.engine.no_cancel ? ", NO CANCELLATION (--no-cancel)" : "");
 

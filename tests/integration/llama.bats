@@ -95,6 +95,69 @@ teardown_file() {
 	[ "$(jq -r .error.code "$BATS_TEST_TMPDIR/e")" = context_length_exceeded ]
 }
 
+@test "llama: the refusal of a prompt over the context says how many tokens it had (vLLM's message), on /stream, /generate and /v1" {
+	local d=$BATS_TEST_TMPDIR model a b p n
+	model=$(curl -s "$BASE/v1/models" | jq -r '.data[0].id')
+	# the count the server gives a prompt of k "hello "s, measured where
+	# it fits (usage.prompt_tokens): k of them are a + (k - 100) * b
+	count() {
+		curl -s "$BASE/v1/completions" -d "{\"model\":\"$model\",\"prompt\":\"$(printf 'hello %.0s' $(seq 1 "$1"))\",\"max_tokens\":1}" |
+			jq -r .usage.prompt_tokens
+	}
+	a=$(count 100)
+	b=$(( $(count 101) - a ))
+	[ "$(count 150)" -eq $(( a + 50 * b )) ]
+	n=$(( a + 200 * b ))
+	echo "300 hellos: $n tokens"
+	[ "$n" -gt 512 ]
+	p=$(printf 'hello %.0s' $(seq 1 300))
+	curl -s -o "$d/s" "$BASE/stream?prompt=$(printf '%s' "$p" | sed 's/ /+/g')&max_tokens=2"
+	curl -s -o "$d/g" --data-binary "{\"prompt\":\"$p\",\"max_tokens\":2}" "$BASE/generate"
+	curl -s -o "$d/v" "$BASE/v1/completions" \
+		-d "{\"model\":\"$model\",\"prompt\":\"$p\",\"max_tokens\":1}"
+	curl -s -o "$d/c" "$BASE/v1/chat/completions" \
+		-d "{\"model\":\"$model\",\"messages\":[{\"role\":\"user\",\"content\":\"$p\"}]}"
+	curl -s -o "$d/r" "$BASE/v1/responses" \
+		-d "{\"model\":\"$model\",\"input\":\"$p\"}"
+	for f in s g v; do
+		cat "$d/$f"; echo
+		jq -e --arg m "You passed $n input tokens. However, the model's context length is only 512 tokens, resulting in a maximum input length of 511 tokens. Please reduce the length of the input prompt." \
+			'.error.code == "context_length_exceeded" and .error.message == $m' "$d/$f"
+	done
+	# chat and responses add the template's tokens: more than n
+	for f in c r; do
+		cat "$d/$f"; echo
+		jq -e --argjson n "$n" '.error.code == "context_length_exceeded" and
+			(.error.message | test("^You passed [0-9]+ input tokens\\. However, the model.s context length is only 512 tokens, resulting in a maximum input length of 511 tokens\\.")) and
+			(.error.message | capture("passed (?<k>[0-9]+) ") | .k | tonumber) > $n' "$d/$f"
+	done
+}
+
+@test "llama: a prompt too long in bytes alone is refused unencoded, the message giving its bytes" {
+	p=$(printf 'lorem ipsum dolor sit amet %.0s' $(seq 1 400))
+	code=$(curl -s -o "$BATS_TEST_TMPDIR/e" -w '%{http_code}' \
+		--data-binary "{\"prompt\":\"$p\",\"max_tokens\":2}" "$BASE/generate")
+	cat "$BATS_TEST_TMPDIR/e"
+	[ "$code" = 400 ]
+	jq -e --arg b "${#p}" '.error.code == "context_length_exceeded" and
+		(.error.message | startswith("You passed \($b) input bytes. However, the model'"'"'s context length is only 512 tokens of at most "))' \
+		"$BATS_TEST_TMPDIR/e"
+}
+
+@test "llama: the start-up log names the backend, the model file, its dimensions, the context and the compute threads, not the simulator's TPOT" {
+	local log=$RUNDIR/tokstream-fcgi.log line params size
+	line=$(grep 'tokstream-fcgi [^:]*: pid ' "$log")
+	echo "$line"
+	# the checkpoint's parameters from its size: a 28-byte header, then
+	# f32 weights and the RoPE tables (seq_len x head_size floats)
+	size=$(stat -c %s "$MODEL_DIR/model.bin")
+	params=$(( (size - 28) / 4 - 512 * (128 / 4) ))
+	[[ "$line" == *", backend llama: model $MODEL_DIR/model.bin (dim 128, 4 layers, 4 heads, 2 kv heads, vocab 1024, hidden dim 344, $params parameters, $(( params * 4 )) weight bytes), context 512 tokens, "* ]]
+	[[ "$line" =~ ,\ [1-9][0-9]*\ compute\ threads,\ 8\ slots, ]]
+	! grep -q 'TPOT [0-9]' "$log" || false
+	! grep -q 'prefill [0-9]' "$log" || false
+}
+
 @test "llama: logprobs are the model's own (log-softmax of its logits): <= 0, sorted, greedy picks the top one; guided output (tools, JSON, echo) is a clear 400" {
 	local d=$BATS_TEST_TMPDIR model
 	model=$(curl -s "$BASE/v1/models" | jq -r '.data[0].id')

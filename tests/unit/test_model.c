@@ -370,9 +370,10 @@ test_context_end(void **unused)
 {
 	const char *p = prompts[0];
 	struct engine_backend b;
-	uint32_t full[NGEN], ids[NGEN], np, ctx;
+	uint32_t full[NGEN], ids[NGEN], np, ctx, k;
 	void *seq;
-	size_t i;
+	char *big;
+	size_t i, len;
 
 	open_backend(&b, 0, 1, 64, 0);
 	run_alone(&b, p, 0, full, NGEN, NULL);
@@ -404,14 +405,24 @@ test_context_end(void **unused)
 	assert_int_equal(ids[1], MODEL_TOKEN_EOS);
 	llama_backend_close(&b);
 
-	/* one position short: refused */
+	/* one position short: refused, the count kept for the refusal's
+	 * message (backend.h count_tokens) */
 	open_backend(&b, 0, 1, 64, np - 1);
 	seq = (void *)1;
 	assert_int_equal(b.seq_start(b.impl, 0, p, strlen(p), 0, &greedy,
 	    &seq), TS_ELIMIT);
 	assert_null(seq);
-	assert_int_equal(prompt_tokens(&b, p, strlen(p), &np),
+	assert_int_equal(prompt_tokens(&b, p, strlen(p), &k),
 	    TS_ELIMIT);
+	assert_int_equal(k, np);
+	/* too long at the longest token: refused unencoded, count 0 */
+	len = (size_t)b.max_token_bytes * (np - 1);
+	big = xmalloc(len);
+	memset(big, 'a', len);
+	k = 7;
+	assert_int_equal(prompt_tokens(&b, big, len, &k), TS_ELIMIT);
+	assert_int_equal(k, 0);
+	free(big);
 	llama_backend_close(&b);
 }
 
