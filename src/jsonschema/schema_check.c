@@ -593,11 +593,11 @@ str_count(const struct node *n)
 	if (cut >= 8)
 		return LARGE;
 	for (i = 0; i < NWORDS; i++) {
-		li = schema_num_zmin(cut, strlen(schema_gen_words[i]));
+		li = schema_num_zmin(cut, strlen(schema_words[i]));
 		for (j = 0; j < i; j++) {
-			lj = schema_num_zmin(cut, strlen(schema_gen_words[j]));
-			if (li == lj && memcmp(schema_gen_words[i],
-			    schema_gen_words[j], li) == 0)
+			lj = schema_num_zmin(cut, strlen(schema_words[j]));
+			if (li == lj && memcmp(schema_words[i],
+			    schema_words[j], li) == 0)
 				break;
 		}
 		if (j == i)

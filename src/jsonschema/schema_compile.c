@@ -941,7 +941,7 @@ compile_string(struct ctx *c, struct node *n, const json_t *s,
 	}
 	n->fmt = f;
 	if (f != F_NONE && (a || b)) {
-		schema_gen_format_lens(f, &flo, &fhi);
+		schema_words_format_lens(f, &flo, &fhi);
 		if (n->minl > flo || fhi > n->maxl) {
 			schema_path_fail(c, TS_EINVAL, "\"format\" \"%s\" "
 			    "with \"minLength\"/\"maxLength\" is supported "

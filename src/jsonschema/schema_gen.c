@@ -21,20 +21,6 @@
 #define WORK_SOFT (SCHEMA_GEN_MAX_OUT / 8)     /* then smallest */
 #define WORK_MAX (4 * (uint64_t)SCHEMA_GEN_MAX_OUT)
 
-/* ---- the words -------------------------------------------------------- */
-
-const char *const schema_gen_words[NWORDS] = {
-	"alpha", "amber", "anchor", "apple", "arrow", "autumn", "basin",
-	"beacon", "birch", "blue", "bridge", "brook", "cabin", "canyon",
-	"cedar", "cloud", "coral", "crane", "delta", "dune", "ember",
-	"fable", "falcon", "fern", "field", "flint", "forest", "frost",
-	"garden", "glade", "granite", "harbor", "hazel", "island", "ivory",
-	"jade", "juniper", "kettle", "lagoon", "lantern", "maple", "meadow",
-	"mint", "moss", "north", "oak", "ocean", "olive", "orbit", "pebble",
-	"pine", "prairie", "quartz", "raven", "river", "saffron", "sage",
-	"shore", "spruce", "stone", "summit", "tide", "valley", "willow",
-};
-
 /* Uniform in [0, n); n >= 1. */
 static uint64_t
 draw(struct rng *r, uint64_t n)
@@ -50,60 +36,6 @@ draw(struct rng *r, uint64_t n)
 		x = rng_next(r);
 	while (x >= lim);
 	return x % n;
-}
-
-void
-schema_gen_word_lens(size_t *lo, size_t *hi)
-{
-	size_t i, n;
-
-	*lo = SIZE_MAX;
-	*hi = 0;
-	for (i = 0; i < NWORDS; i++) {
-		n = strlen(schema_gen_words[i]);
-		*lo = schema_num_zmin(*lo, n);
-		*hi = schema_num_zmax(*hi, n);
-	}
-}
-
-/* Lengths every value of a string format has. */
-void
-schema_gen_format_lens(enum fmt f, size_t *lo, size_t *hi)
-{
-	size_t wlo, whi;
-
-	schema_gen_word_lens(&wlo, &whi);
-	switch (f) {
-	case F_DATETIME:
-		*lo = *hi = 20;
-		break;
-	case F_DATE:
-		*lo = *hi = 10;
-		break;
-	case F_TIME:
-		*lo = *hi = 9;
-		break;
-	case F_UUID:
-		*lo = *hi = 36;
-		break;
-	case F_EMAIL:           /* w.w@example.com */
-	case F_HOSTNAME:        /* w-w.example.com */
-		*lo = 2 * wlo + 13;
-		*hi = 2 * whi + 13;
-		break;
-	case F_URI:             /* https://example.com/w/w */
-		*lo = 2 * wlo + 21;
-		*hi = 2 * whi + 21;
-		break;
-	case F_IPV4:
-		*lo = 7;
-		*hi = 15;
-		break;
-	default:
-		*lo = 0;
-		*hi = 0;
-		break;
-	}
 }
 
 /* ---- generation --------------------------------------------------------- */
@@ -147,7 +79,7 @@ static json_t *gen_node(struct gen *g, const struct node *n,
 static size_t
 put_word(char *b, size_t len, struct rng *r)
 {
-	const char *w = schema_gen_words[draw(r, NWORDS)];
+	const char *w = schema_words[draw(r, NWORDS)];
 	size_t n = strlen(w);
 
 	memcpy(b + len, w, n);

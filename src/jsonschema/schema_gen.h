@@ -131,21 +131,12 @@
 
 #include "common/buf.h"
 #include "common/ts.h"
-
-#define SCHEMA_GEN_MAX_DEPTH 32        /* nesting of the output's arrays
-					* and objects */
-#define SCHEMA_GEN_SOFT_DEPTH 4        /* deeper: smallest instances */
-#define SCHEMA_GEN_MAX_SCHEMA_DEPTH 64 /* nesting of subschemas within
-					* the root or one $defs entry */
-#define SCHEMA_GEN_MAX_OUT (1u << 20)  /* bytes of one output */
-#define SCHEMA_GEN_MAX_ITEMS 1024      /* minItems, prefixItems */
-#define SCHEMA_GEN_MAX_LENGTH 4096     /* minLength */
-#define SCHEMA_GEN_MAX_REFS 128        /* distinct $ref targets */
+#include "jsonschema/schema_limits.h"
 
 /*
  * Checks that `schema` (borrowed) is one schema_gen can satisfy, with
  * the keywords of the file comment, and that its smallest instance fits
- * the limits above. TS_OK; TS_EINVAL for an unsupported or unsatisfiable
+ * the limits (schema_limits.h). TS_OK; TS_EINVAL for an unsupported or unsatisfiable
  * schema, TS_ELIMIT for one over a limit. On error `msg` (when not NULL)
  * holds a NUL-terminated English message of at most msglen bytes naming
  * the JSON pointer of the subschema and the keyword, e.g.

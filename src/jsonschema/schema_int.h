@@ -30,7 +30,7 @@
 #include <stdint.h>
 
 #include "common/ts.h"
-#include "jsonschema/schema_gen.h"
+#include "jsonschema/schema_limits.h"
 
 #if defined(__GNUC__)
 #define ATTR_FMT(f, a) __attribute__((format(printf, f, a)))
@@ -47,7 +47,7 @@
 #define UNIQUE_TRIES 64                /* draws per distinct item */
 #define MAX_ROUNDS (2 * SCHEMA_GEN_MAX_REFS + 8)
 #define SPAN 100                       /* unbounded numbers: 0..100 */
-#define NWORDS ((size_t)64)            /* schema_gen_words */
+#define NWORDS ((size_t)64)            /* schema_words */
 
 /* String formats, each with the shape of its values. */
 enum fmt {
@@ -257,17 +257,17 @@ void schema_size_arr_lengths(const struct node *n, size_t *base,
  */
 void schema_check(struct ctx *c, struct node *root);
 
-/* ---- generation's words (schema_gen.c) -------------------------------- */
+/* ---- the words (schema_words.c) --------------------------------------- */
 
 /* The lowercase ASCII words plain strings are made of. */
-extern const char *const schema_gen_words[NWORDS];
+extern const char *const schema_words[NWORDS];
 
-/* The shortest and longest of schema_gen_words, in bytes. */
-void schema_gen_word_lens(size_t *lo, size_t *hi);
+/* The shortest and longest of schema_words, in bytes. */
+void schema_words_lens(size_t *lo, size_t *hi);
 
 /* [*lo, *hi]: the lengths (bytes == code points) every value of string
  * format f has; 0 and 0 for F_NONE. */
-void schema_gen_format_lens(enum fmt f, size_t *lo, size_t *hi);
+void schema_words_format_lens(enum fmt f, size_t *lo, size_t *hi);
 
 /* ---- paths and errors (schema_path.c) --------------------------------- */
 

@@ -171,10 +171,10 @@ type_cost(struct node *n, int t, unsigned *depth)
 		return 24;
 	case TY_STR:
 		if (n->fmt != F_NONE) {
-			schema_gen_format_lens(n->fmt, &flo, &fhi);
+			schema_words_format_lens(n->fmt, &flo, &fhi);
 			return 2 + fhi;
 		}
-		schema_gen_word_lens(&wlo, &whi);
+		schema_words_lens(&wlo, &whi);
 		return 2 + schema_num_zmax(n->minl, schema_num_zmin(n->maxl,
 		    whi));
 	case TY_OBJ:

@@ -12,33 +12,9 @@
 
 #include "common/buf.h"
 #include "common/ts.h"
+#include "proto/http_error.h"
 #include "proto/knobs.h"
-
-/* Documented limits (docs/OPERATIONS.md "Limits"). */
-#define HTTP_MAX_BODY_BYTES (1u << 20)      /* POST body: 1 MiB, else 413 */
-#define HTTP_MAX_QUERY_PARAMS 64            /* more params: 400 */
-#define HTTP_MAX_QUERY_BYTES 30000          /* query string, else 414: it
-					     * travels twice in lighttpd's
-					     * one 64 KiB params record */
-#define HTTP_MAX_TOKENS_CAP 8192            /* max_tokens above: 400 */
-#define HTTP_DEFAULT_MAX_TOKENS 16          /* max_tokens missing or null */
-#define HTTP_MAX_PREFILL_MS 60000           /* per-request prefill_ms cap */
-#define HTTP_MAX_TPOT_MS 10000              /* per-request tpot_ms cap */
-#define HTTP_MAX_JSON_DEPTH 64              /* arrays and objects open at
-					     * once in a JSON body, else 400
-					     * invalid_json */
-
-/* Why a request was refused: HTTP status, OpenAI-style type and code, and
- * a message that says what is wrong. `param` names the request field at
- * fault for the OpenAI API's errors ("messages[0].role"); it is "" when
- * none is, and only http_error_json_openai() emits it. */
-struct http_error {
-	int status;              /* 400, 404, 405, 413, 500, 503 */
-	const char *type;        /* "invalid_request_error", ... (static) */
-	const char *code;        /* "invalid_max_tokens", ... (static) */
-	char message[256];
-	char param[64];          /* "" or the field at fault, NUL-terminated */
-};
+#include "proto/limits.h"
 
 /*
  * A generation request, from a query string or a JSON body. Owns
@@ -104,41 +80,5 @@ int http_json_too_deep(const char *p, size_t len, int max);
 /* Fills *err for a body http_json_too_deep refused: 400 invalid_json,
  * naming HTTP_MAX_JSON_DEPTH. */
 void http_error_too_deep(struct http_error *err);
-
-/*
- * Fills *err and clears its param. `fmt` is printf-style; the message is
- * truncated to fit.
- */
-void http_error_set(struct http_error *err, int status, const char *type,
-    const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-/*
- * Sets err->param, the name of the field at fault (printf-style,
- * truncated to fit). Call it after http_error_set, which clears it.
- */
-void http_error_set_param(struct http_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/*
- * Appends the JSON error body {"error":{"message","type","code"}} for
- * *err to *b (compact, no trailing newline): the lab endpoints' shape,
- * which never carries "param". Returns ts_buf_append's code.
- */
-enum ts_err http_error_json(const struct http_error *err, struct ts_buf *b);
-
-/*
- * Appends the OpenAI API's full error body
- * {"error":{"message","type","param","code"}} for *err to *b (compact, no
- * trailing newline); "param" is null when err->param is "", "code" null
- * when err->code is NULL. For the /v1 endpoints. A message that is not
- * UTF-8 (it can quote input) is replaced by "invalid request". Returns
- * ts_buf_append's code, or TS_ENOMEM.
- */
-enum ts_err http_error_json_openai(const struct http_error *err,
-    struct ts_buf *b);
-
-/* The reason phrase of an HTTP status ("Bad Request"), "" if unknown. */
-const char *http_reason(int status);
 
 #endif /* TS_PROTO_HTTP_H */

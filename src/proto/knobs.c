@@ -6,7 +6,8 @@
 
 #include <string.h>
 
-#include "proto/http.h"
+#include "proto/http_error.h"
+#include "proto/limits.h"
 
 const struct knob knobs_table[KNOBS_N] = {
 	{
