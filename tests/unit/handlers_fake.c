@@ -76,6 +76,13 @@ server_defaults(struct fake_server *fs)
 void
 server_start(struct fake_server *fs)
 {
+	sim_backend(&fs->be);
+	server_start_backend(fs);
+}
+
+void
+server_start_backend(struct fake_server *fs)
+{
 	struct server *srv = &fs->srv;
 
 	assert_int_equal(state_open_memory(&srv->state), TS_OK);
@@ -83,8 +90,6 @@ server_start(struct fake_server *fs)
 	srv->opt = &fs->opt;
 	srv->started_at = 1700000000;
 	srv->now = fake_now;
-
-	sim_backend(&fs->be);
 	fs->records.state = srv->state;
 	fs->records.metrics = srv->metrics;
 	record_hooks(&fs->hooks, &fs->records);

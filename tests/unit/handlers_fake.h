@@ -66,8 +66,12 @@ struct fake_server {
 /* The options tokstream-fcgi has without arguments (server/options.c),
  * with a TPOT of 20 ms. Tests change them before server_start. */
 void server_defaults(struct fake_server *fs);
-/* As server/main.c fills struct server, with a manual engine. */
+/* As server/main.c fills struct server, with a manual engine over the
+ * simulator. */
 void server_start(struct fake_server *fs);
+/* The same over the backend the caller put in fs->be (a simulator with
+ * parts changed: tests/unit/test_causes.c). */
+void server_start_backend(struct fake_server *fs);
 /* server_defaults, then server_start. */
 void server_up(struct fake_server *fs);
 /* Drains the engine and frees what server_start made. */

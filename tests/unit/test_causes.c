@@ -47,52 +47,13 @@
 #include "sim/lab.h"
 #include "sim/sim.h"
 
-#define MS 1000000LL
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_PARAMS 16
-#define MAX_WAITS 1000000u
-
-/* ---- the clock, the server ---------------------------------------------- */
-
-/* CLOCK_MONOTONIC of the tests, ns; starts at 1 s. */
-static int64_t clock_ns;
-
-static int64_t
-fake_now(void)
-{
-	return clock_ns;
-}
-
-/* Runs the engine until idle: its sequences left and were recorded. */
-static void
-engine_drain(struct engine *e)
-{
-	unsigned i;
-
-	for (i = 0; i < MAX_WAITS; i++) {
-		int64_t t = engine_advance(e, clock_ns);
-
-		if (t == INT64_MAX)
-			return;
-		if (t > clock_ns)
-			clock_ns = t;
-	}
-	fail_msg("the engine never became idle");
-}
+#include "handlers_fake.h"
 
 /* Which backend the server runs. */
 enum flavour {
 	SIM,            /* the simulator as it is */
 	BARE,           /* ... without logprobs and guided decoding */
 	WORDY           /* ... whose tokens' text outgrows max_token_bytes */
-};
-
-struct fake_server {
-	struct options opt;
-	struct server srv;
-	struct engine_backend be;
-	struct record_ctx records;
-	struct engine_hooks hooks;
 };
 
 /* WORDY's text of every token: 1 KiB, for a max_token_bytes of 1, so a
@@ -111,27 +72,11 @@ wordy_token_text(void *impl, uint32_t id, size_t *len)
 
 /* As server/main.c fills struct server (test_handlers.c's), with a manual
  * engine over the flavour of simulator asked for. */
+/* server_up over the simulator as flavour fl makes it. */
 static void
-server_up(struct fake_server *fs, enum flavour fl)
+server_up_as(struct fake_server *fs, enum flavour fl)
 {
-	struct server *srv = &fs->srv;
-
-	memset(fs, 0, sizeof(*fs));
-	fs->opt.write_stall_ms = OPTIONS_DEFAULT_WRITE_STALL_MS;
-	fs->opt.state_dir = OPTIONS_DEFAULT_STATE_DIR;
-	fs->opt.backlog = 1024;
-	engine_config_defaults(&fs->opt.engine);
-	fs->opt.engine.lat.tpot_ms = 20;
-	fs->opt.retry_ms = OPTIONS_DEFAULT_RETRY_MS;
-	fs->opt.keepalive_ms = OPTIONS_DEFAULT_KEEPALIVE_MS;
-	fs->opt.cors_origin = "*";
-	fs->opt.backend = "sim";
-	clock_ns = 1000 * MS;
-	assert_int_equal(state_open_memory(&srv->state), TS_OK);
-	assert_int_equal(metrics_open_memory(&srv->metrics), TS_OK);
-	srv->opt = &fs->opt;
-	srv->started_at = 1700000000;
-	srv->now = fake_now;
+	server_defaults(fs);
 	sim_backend(&fs->be);
 	if (fl == BARE) {
 		fs->be.logprobs = NULL;
@@ -141,173 +86,7 @@ server_up(struct fake_server *fs, enum flavour fl)
 		fs->be.token_text = wordy_token_text;
 		fs->be.max_token_bytes = 1;
 	}
-	fs->records.state = srv->state;
-	fs->records.metrics = srv->metrics;
-	record_hooks(&fs->hooks, &fs->records);
-	assert_int_equal(engine_create_manual(&srv->engine, &fs->opt.engine,
-	    &fs->be, &fs->hooks), TS_OK);
-	srv->backend = engine_backend(srv->engine);
-}
-
-static void
-server_down(struct fake_server *fs)
-{
-	engine_drain(fs->srv.engine);
-	engine_destroy(fs->srv.engine);
-	metrics_close(fs->srv.metrics);
-	state_close(fs->srv.state);
-}
-
-/* ---- the fake connection (test_handlers.c's, cut down) ------------------ */
-
-struct fake_conn {
-	struct conn c;               /* first: what the handlers get */
-	struct engine *engine;       /* what wait() drives */
-	const char *names[MAX_PARAMS];
-	const char *values[MAX_PARAMS];
-	size_t nparams;
-	char qs[1024];
-	char cl[32];
-	const char *body;
-	size_t body_len, body_off;
-	struct ts_buf out;           /* everything written */
-	unsigned waits;
-	struct engine_listener listener;
-};
-
-static struct fake_conn *
-fake_of(struct conn *c)
-{
-	return (struct fake_conn *)(void *)c;
-}
-
-static const char *
-fake_param(struct conn *c, const char *name)
-{
-	struct fake_conn *fc = fake_of(c);
-	size_t i;
-
-	for (i = 0; i < fc->nparams; i++)
-		if (strcmp(fc->names[i], name) == 0)
-			return fc->values[i];
-	return NULL;
-}
-
-static enum ts_err
-fake_read(struct conn *c, char *buf, size_t cap, size_t *got)
-{
-	struct fake_conn *fc = fake_of(c);
-	size_t n = fc->body_len - fc->body_off;
-
-	if (n > cap)
-		n = cap;
-	if (n > 0)
-		memcpy(buf, fc->body + fc->body_off, n);
-	fc->body_off += n;
-	*got = n;
-	return TS_OK;
-}
-
-/* Every write is taken: the client never leaves in these tests. */
-static enum ts_err
-fake_write(struct conn *c, const char *p, size_t len)
-{
-	assert_int_equal(ts_buf_append(&fake_of(c)->out, p, len), TS_OK);
-	return TS_OK;
-}
-
-/* Moves the clock to the engine's next event or the deadline and runs
- * the engine there. */
-static enum ts_err
-fake_wait(struct conn *c, int64_t deadline)
-{
-	struct fake_conn *fc = fake_of(c);
-	int64_t next = engine_advance(fc->engine, clock_ns);
-	int64_t to = next < deadline ? next : deadline;
-
-	if (++fc->waits > MAX_WAITS)
-		fail_msg("the relay never finished");
-	if (to > clock_ns)
-		clock_ns = to;
-	engine_advance(fc->engine, clock_ns);
-	(void)engine_listener_take(&fc->listener);
-	return TS_OK;
-}
-
-static struct engine_listener *
-fake_listener(struct conn *c)
-{
-	return &fake_of(c)->listener;
-}
-
-static int
-fake_fd(struct conn *c)
-{
-	(void)c;
-	return -1;
-}
-
-static size_t
-fake_room(struct conn *c)
-{
-	(void)c;
-	return SIZE_MAX;
-}
-
-static void
-fake_finish(struct conn *c)
-{
-	(void)c;
-}
-
-static const struct conn_ops fake_ops = {
-	.param = fake_param, .read = fake_read, .write = fake_write,
-	.wait = fake_wait, .listener = fake_listener, .fd = fake_fd,
-	.room = fake_room, .finish = fake_finish
-};
-
-static void
-fake_set(struct fake_conn *fc, const char *name, const char *value)
-{
-	assert_true(fc->nparams < MAX_PARAMS);
-	fc->names[fc->nparams] = name;
-	fc->values[fc->nparams++] = value;
-}
-
-/* A request `method uri` from 127.0.0.1 with the body (NULL: none). */
-static void
-fake_open(struct fake_conn *fc, struct fake_server *fs, const char *method,
-    const char *uri, const char *body)
-{
-	const char *q = strchr(uri, '?');
-
-	memset(fc, 0, sizeof(*fc));
-	fc->c.ops = &fake_ops;
-	fc->engine = fs->srv.engine;
-	ts_buf_init(&fc->out, 64u << 20);
-	engine_listener_init(&fc->listener, NULL, fc);
-	snprintf(fc->qs, sizeof(fc->qs), "%s", q != NULL ? q + 1 : "");
-	fake_set(fc, "REQUEST_METHOD", method);
-	fake_set(fc, "REQUEST_URI", uri);
-	fake_set(fc, "QUERY_STRING", fc->qs);
-	fake_set(fc, "REMOTE_ADDR", "127.0.0.1");
-	fake_set(fc, "SERVER_PROTOCOL", "HTTP/1.1");
-	fake_set(fc, "HTTP_HOST", "localhost");
-	if (body != NULL) {
-		fc->body = body;
-		fc->body_len = strlen(body);
-		snprintf(fc->cl, sizeof(fc->cl), "%zu", fc->body_len);
-		fake_set(fc, "CONTENT_LENGTH", fc->cl);
-		fake_set(fc, "CONTENT_TYPE", "application/json");
-	}
-}
-
-static void
-fake_close(struct fake_conn *fc)
-{
-	engine_drain(fc->engine);
-	(void)engine_listener_take(&fc->listener);
-	ts_buf_free(&fc->out);
+	server_start_backend(fs);
 }
 
 /* GET /_debug/generated?id=N's cancel_cause ("" for null), into buf. */
@@ -425,7 +204,7 @@ test_engine_refusal_names_why(void **unused)
 	size_t k;
 
 	(void)unused;
-	server_up(&fs, BARE);
+	server_up_as(&fs, BARE);
 	for (k = 0; k < NELEM(refusals); k++) {
 		refused_job(&r, refusals[k].what);
 		assert_int_equal(engine_refusal(fs.srv.engine, &r),
@@ -458,7 +237,7 @@ test_submit_says_why(void **unused)
 	size_t k;
 
 	(void)unused;
-	server_up(&fs, BARE);
+	server_up_as(&fs, BARE);
 	fake_open(&fc, &fs, "POST", "/generate", NULL);
 	for (k = 0; k < NELEM(refusals); k++) {
 		refused_job(&r, refusals[k].what);
@@ -489,7 +268,7 @@ test_shutdown_refusal(void **unused)
 	struct fake_conn fc;
 
 	(void)unused;
-	server_up(&fs, SIM);
+	server_up_as(&fs, SIM);
 	engine_shutdown(fs.srv.engine);
 	lab_job(&r);
 	assert_int_equal(engine_submit(fs.srv.engine, &r, &s), TS_ESHUTDOWN);
@@ -580,7 +359,7 @@ test_relay_run_failure_cause(void **unused)
 		char name[32];
 		uint64_t id;
 
-		server_up(&fs, SIM);
+		server_up_as(&fs, SIM);
 		fake_open(&fc, &fs, "GET", "/stream", NULL);
 		lab_job(&r);
 		r.max_tokens = 200;
@@ -636,7 +415,7 @@ test_output_cap_recorded(void **unused)
 		struct state_record rec;
 		char name[32];
 
-		server_up(&fs, WORDY);
+		server_up_as(&fs, WORDY);
 		fake_open(&fc, &fs, "POST", cases[k].uri, cases[k].body);
 		route(&fs.srv, &fc.c, clock_ns);
 		engine_drain(fs.srv.engine);
