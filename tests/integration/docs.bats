@@ -117,6 +117,27 @@ run_example() {
 	[ "$status" -eq 0 ]
 }
 
+@test "every relative link in README.md and docs/*.md names a file and a heading that exist" {
+	need_node
+	run node "$DOCTEST" links "$TS_SRCDIR"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# ... and the check fails on a missing file, a missing heading and a
+	# heading renamed under its link, and passes on an explicit anchor
+	local d=$BATS_TEST_TMPDIR/links
+	mkdir -p "$d/docs"
+	printf '%s\n' '# Top' '[ok](docs/A.md#a-b-c)' >"$d/README.md"
+	printf '%s\n' '# A: b (c)' '<a id="kept"></a>' '[x](#kept)' \
+		'[y](B.md)' '[z](#top)' '`[not a link](nowhere.md)`' \
+		>"$d/docs/A.md"
+	run node "$DOCTEST" links "$d"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"docs/A.md:4: B.md: no such file"* ]]
+	[[ "$output" == *"docs/A.md:5: #top: no heading #top"* ]]
+	[[ "$output" == *"2 broken links"* ]]
+}
+
 @test "the marker check fails on an unmarked example, a stray marker and a skip without reason" {
 	need_node
 	local d=$BATS_TEST_TMPDIR/tree

@@ -388,11 +388,83 @@ function compare(mode, looseList, expected, actual) {
 	    show(a), e => e === '...', 'line');
 }
 
+/* ---- links ---------------------------------------------------------- */
+
+/*
+ * GitHub's anchor of a heading (its github-slugger): lower case, every
+ * character that is not a letter, a digit, a space, '-' or '_' dropped,
+ * spaces to '-'; a repeated heading gets -1, -2, ...
+ */
+function anchors(text) {
+	const seen = new Map(), out = new Set();
+	let fence = false;
+	for (const line of text.split('\n')) {
+		if (/^```/.test(line))
+			fence = !fence;
+		const m = !fence && /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+		if (!m)
+			continue;
+		let a = m[1].toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '')
+		    .replace(/ /g, '-');
+		const n = seen.get(a) || 0;
+		seen.set(a, n + 1);
+		out.add(n === 0 ? a : `${a}-${n}`);
+	}
+	for (const m of text.matchAll(/<a (?:name|id)="([^"]+)"/g))
+		out.add(m[1]);
+	return out;
+}
+
+/*
+ * Every relative link of README.md and docs/*.md, [text](target) outside
+ * fenced code: its file exists (under ROOT) and its #anchor, when it has
+ * one, is a heading of that file. Returns the problems, "file:line: ...".
+ */
+function checkLinks(root) {
+	const files = ['README.md', ...fs.readdirSync(path.join(root, 'docs'))
+	    .filter(f => f.endsWith('.md')).sort().map(f => `docs/${f}`)];
+	const cache = new Map(), problems = [];
+	const anchorsOf = f => {
+		if (!cache.has(f))
+			cache.set(f, anchors(fs.readFileSync(f, 'utf8')));
+		return cache.get(f);
+	};
+	for (const rel of files) {
+		const file = path.join(root, rel);
+		let fence = false;
+		fs.readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
+			if (/^```/.test(line))
+				fence = !fence;
+			if (fence)
+				return;
+			const code = line.replace(/`[^`]*`/g, '');
+			for (const m of code.matchAll(/\]\(([^)\s]+)\)/g)) {
+				const t = m[1];
+				if (/^[a-z]+:/i.test(t))
+					continue;       /* http:, mailto: */
+				const [p, frag] = t.split('#');
+				const target = p === '' ? file :
+				    path.resolve(path.dirname(file), p);
+				const where = `${rel}:${i + 1}`;
+				if (!fs.existsSync(target)) {
+					problems.push(`${where}: ${t}: no such file`);
+					continue;
+				}
+				if (frag !== undefined && target.endsWith('.md') &&
+				    !anchorsOf(target).has(frag))
+					problems.push(`${where}: ${t}: no heading ` +
+					    `#${frag} in ${path.relative(root, target)}`);
+			}
+		});
+	}
+	return problems;
+}
+
 /* ---- main ----------------------------------------------------------- */
 
 function usage() {
-	process.stderr.write('usage: doctest.mjs check ROOT | list ROOT DIR |' +
-	    ' compare exact|shape LOOSE EXPECTED ACTUAL\n');
+	process.stderr.write('usage: doctest.mjs check ROOT | links ROOT |' +
+	    ' list ROOT DIR | compare exact|shape LOOSE EXPECTED ACTUAL\n');
 	process.exit(2);
 }
 
@@ -404,6 +476,12 @@ if (cmd === 'check' && args.length === 1) {
 	for (const p of problems)
 		console.log(`ERROR ${p}`);
 	console.log(`${examples.length} examples, ${problems.length} errors`);
+	process.exit(problems.length > 0 ? 1 : 0);
+} else if (cmd === 'links' && args.length === 1) {
+	const problems = checkLinks(args[0]);
+	for (const p of problems)
+		console.log(`ERROR ${p}`);
+	console.log(`${problems.length} broken links`);
 	process.exit(problems.length > 0 ? 1 : 0);
 } else if (cmd === 'list' && args.length === 2) {
 	const { examples, problems } = scan(args[0]);
