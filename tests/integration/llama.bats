@@ -45,25 +45,40 @@ teardown_file() {
 }
 
 @test "llama: TTFT grows with the prompt (real prefill)" {
-	short=$("$TOKBENCH" stream --url "$BASE" --prompt "hi" --json |
-		jq .ttft_ms)
-	long=$("$TOKBENCH" stream --url "$BASE" \
-		--prompt "$(printf 'the quick brown fox jumps over the lazy dog %.0s' $(seq 1 8))" \
-		--json | jq .ttft_ms)
+	# the fastest of three of each (a loaded machine only adds to a
+	# TTFT), the long prompt 354 tokens (about 70 ms of prefill here,
+	# against a few ms for "hi"), each run's first word its own so that
+	# the prefix cache finds none of it
+	local t short long x
+	for t in 1 2 3; do
+		x=$("$TOKBENCH" stream --url "$BASE" --prompt "hi" --json |
+			jq .ttft_ms)
+		short=$(calc "${short:-$x} < $x ? ${short:-$x} : $x")
+		x=$("$TOKBENCH" stream --url "$BASE" --prompt "run$t $(printf \
+			'the quick brown fox jumps over the lazy dog %.0s' \
+			$(seq 1 16))" --json | jq .ttft_ms)
+		long=$(calc "${long:-$x} < $x ? ${long:-$x} : $x")
+	done
 	echo "ttft short $short ms, long $long ms"
 	holds "$long > 2 * $short"
 }
 
 @test "llama: a client that leaves stops the compute (cancel proof)" {
-	id=$("$TOKBENCH" cancel --url "$BASE" --read 5 --max-tokens 400 --id-only)
+	# a step of this small model takes about a millisecond: at that pace
+	# the time a loaded machine takes to carry the hang-up from the
+	# client through lighttpd to the responder is a token a ms (200
+	# seen; and 1.2 s once, 64 tokens at 20 ms a step). Paced at 50 ms
+	# a step (tpot_ms; the model still computes every one), the bound
+	# counts steps, not the machine's load: 35 steps after the 5 read
+	# is 1.75 s for the hang-up to arrive
+	id=$("$TOKBENCH" cancel --url "$BASE" --read 5 --max-tokens 400 \
+		--tpot-ms 50 --id-only)
 	wait_not_running "$id"
 	g=$(debug_field "$id" generated)
 	l=$(debug_field "$id" cancel_to_leave_ms)
 	echo "generated $g, cancel_to_leave_ms $l"
-	# a step of this small model takes about a millisecond, so the few
-	# ms lighttpd needs to notice a FIN are a few tokens; what matters is
-	# that decoding stopped far short of 400 and within a step of the
-	# hang-up being seen
+	# what matters is that decoding stopped far short of 400 and within
+	# a step of the hang-up being seen
 	[ "$g" -le 40 ]
 	holds "$l < 50"
 	sleep 0.3

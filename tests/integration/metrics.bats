@@ -22,6 +22,36 @@ scrape() {
 	curl -sf -D "$BATS_TEST_TMPDIR/m.h" "$BASE/metrics" >"$BATS_TEST_TMPDIR/m"
 }
 
+# in_flight N: the last scrape shows N requests running or waiting
+in_flight() {
+	[ "$(($(metric tokstream:num_requests_running) +
+		$(metric tokstream:num_requests_waiting)))" -eq "$1" ]
+}
+
+# placed REJ0 N: the last scrape accounts for N requests since the one
+# that read REJ0 queue_full refusals: each running, waiting or refused
+placed() {
+	[ "$(($(metric 'tokstream:requests_rejected_total{reason="queue_full"}')
+		- $1 + $(metric tokstream:num_requests_running) +
+		$(metric tokstream:num_requests_waiting)))" -eq "$2" ]
+}
+
+# until_scraped CMD...: scrapes /metrics until CMD holds of the scrape
+# (every 50 ms, 20 s at most): the state the server reaches, waited for
+# rather than slept for, so a loaded machine only makes it later. Fails
+# with the gauges it last saw.
+until_scraped() {
+	local i
+	for i in $(seq 1 400); do
+		scrape && "$@" && return 0
+		sleep 0.05
+	done
+	echo "not reached: $*; running" \
+	     "$(metric tokstream:num_requests_running) waiting" \
+	     "$(metric tokstream:num_requests_waiting)" >&2
+	return 1
+}
+
 @test "/metrics is Prometheus text that promcheck accepts, with the vLLM-style names" {
 	curl -s "$BASE/stream?prompt=hello&max_tokens=3" >/dev/null
 	scrape
@@ -42,18 +72,25 @@ scrape() {
 }
 
 @test "gauges sum both processes while 8 streams run or wait" {
+	# streams of 100 s (1000 tokens at 100 ms): none can end before the
+	# last has arrived, however slowly a loaded machine starts them;
+	# their clients leave once the gauges have been read
+	pids=()
 	for n in $(seq 1 8); do
-		curl -s "$BASE/stream?prompt=g$n&max_tokens=40" >/dev/null &
+		curl -s "$BASE/stream?prompt=g$n&max_tokens=1000&tpot_ms=100" \
+			>/dev/null &
+		pids+=($!)
 	done
-	sleep 0.4
-	scrape
+	# all 8 in, in the gauges both processes' counts sum to
+	until_scraped in_flight 8
 	r=$(metric tokstream:num_requests_running)
 	w=$(metric tokstream:num_requests_waiting)
 	echo "running $r waiting $w"
 	[ $((r + w)) -eq 8 ]
 	[ "$r" -ge 4 ]
+	kill "${pids[@]}"
 	wait
-	scrape
+	until_scraped in_flight 0
 	[ "$(metric tokstream:num_requests_running)" -eq 0 ]
 	[ "$(metric tokstream:num_requests_waiting)" -eq 0 ]
 }
@@ -70,20 +107,36 @@ scrape() {
 	for n in 1 2 3; do
 		curl -s "$BASE/stream?prompt=e&max_tokens=9&error_after=4" >/dev/null
 	done
-	# a burst over the 16 places (2 processes x (4 slots + 4 waiting))
-	scrape
+	# a burst over the 16 places (2 processes x (4 slots + 4 waiting)),
+	# once the abandoned sequences above have left: 24 streams of 100 s
+	# (1000 tokens at 100 ms), so that every one still holds its place
+	# when the last arrives, however slowly a loaded machine starts them
+	until_scraped in_flight 0
 	rej0=$(metric 'tokstream:requests_rejected_total{reason="queue_full"}')
+	pids=()
 	for n in $(seq 1 24); do
 		curl -s -o /dev/null -w '%{http_code}\n' \
-			"$BASE/stream?prompt=b$n&max_tokens=30" >>"$BATS_TEST_TMPDIR/codes" &
+			"$BASE/stream?prompt=b$n&max_tokens=1000&tpot_ms=100" \
+			>>"$BATS_TEST_TMPDIR/codes" &
+		pids+=($!)
 	done
+	# every one in (running, waiting or refused), and every refused
+	# client has its answer; then the others leave
+	until_scraped placed "$rej0" 24
+	rej=$(metric 'tokstream:requests_rejected_total{reason="queue_full"}')
+	for i in $(seq 1 400); do
+		[ "$(grep -c '^429$' "$BATS_TEST_TMPDIR/codes")" -ge \
+		  $((rej - rej0)) ] && break
+		sleep 0.05
+	done
+	kill "${pids[@]}" 2>/dev/null || true
 	wait
 	n429=$(grep -c '^429$' "$BATS_TEST_TMPDIR/codes" || true)
 	echo "burst: $n429 refused"
 	[ "$n429" -ge 1 ]
 	jq -c '.failures' "$BATS_TEST_TMPDIR/a.json"
-	# let every cancelled sequence leave
-	sleep 0.5
+	# every cancelled sequence has left
+	until_scraped in_flight 0
 	scrape
 	grep -v '^#' "$BATS_TEST_TMPDIR/m" | grep -v _bucket
 	"$TS_BUILDDIR/tests/promcheck" "$BATS_TEST_TMPDIR/m"
