@@ -41,8 +41,13 @@ jqt() {
 	jqt "$j" '[.failures[]] | add == 0'
 	# TTFT: prefill 40 ms + 16 * 0.25 ms, plus the stack
 	jqt "$j" '.median_ttft_ms >= 40 and .median_ttft_ms < 200'
-	# ITL and TPOT: the server's TPOT, 10 ms
-	jqt "$j" '.median_itl_ms > 7 and .median_itl_ms < 20'
+	# TPOT: the server's TPOT, 10 ms. Each request's (E2E - TTFT) /
+	# (tokens - 1) is paced by the engine's absolute token deadlines,
+	# however its tokens bunch on the way; the ITL median is not: on a
+	# loaded machine lighttpd or the client reads several tokens at once
+	# and most gaps are ~0 (median ITL 0.002 and 6.1 ms seen under
+	# make -j2 beside other builds, with median TPOT 9.5-10.3 ms)
+	jqt "$j" '.median_tpot_ms > 7 and .median_tpot_ms < 20'
 	jqt "$j" '.mean_tpot_ms > 7 and .mean_tpot_ms < 20'
 	jqt "$j" '.p99_itl_ms >= .median_itl_ms and .mean_itl_ms > 0'
 	# E2E: 44 + 19 * 10 ms
