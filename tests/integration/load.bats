@@ -172,29 +172,34 @@ jqt() {
 
 @test "load: 200 streams at once over one thread" {
 	j=$BATS_TEST_TMPDIR/many.json
-	# How long this client takes to start 200 streams on this machine
-	# now (its start backlog: 0.07-0.9 s plain under make -j2, 3.3 s
-	# seen for an ASan tokbench beside other builds), measured with
-	# 1-token streams ...
-	run "$TOKBENCH" load --url "$BASE" --concurrency 200 --requests 200 \
-		--output-tokens 1 --prompt-tokens 1 --json "$j" --quiet
-	[ "$status" -eq 0 ]
-	b=$(jq .start_backlog_ms "$j")
-	# ... then streams that cannot end before four times that (token
-	# deadlines are absolute: 40 ms prefill + (n - 1) x 10 ms), at least
-	# 100 tokens
-	n=$(awk -v b="$b" 'BEGIN { n = int((4 * b - 40) / 10) + 2;
-		print (n < 100 ? 100 : n > 8000 ? 8000 : n) }')
-	echo "start backlog $b ms: $n tokens a stream"
-	run "$TOKBENCH" load --url "$BASE" --concurrency 200 --requests 200 \
-		--output-tokens "$n" --prompt-tokens 1 --json "$j" --quiet
-	echo "$output"
-	[ "$status" -eq 0 ]
-	jqt "$j" '.completed == 200 and .failed == 0'
+	# 200 are in flight at once when every start comes before the first
+	# end: the client's start backlog (0.07-1.2 s seen plain and ASan
+	# under make -j2 beside other builds, 3.3 s once; it changes 7-fold
+	# from one run to the next there) must be shorter than the shortest
+	# stream (40 ms prefill + (n - 1) x 10 ms: token deadlines are
+	# absolute). Streams of 100 tokens first; when a run's backlog was
+	# longer than its shortest stream, again with streams four times
+	# that backlog (at least twice as long), up to four runs. Every run
+	# must complete all 200 without a failure.
+	n=100
+	for try in 1 2 3 4; do
+		run "$TOKBENCH" load --url "$BASE" --concurrency 200 \
+			--requests 200 --output-tokens "$n" --prompt-tokens 1 \
+			--json "$j" --quiet
+		echo "$output"
+		[ "$status" -eq 0 ]
+		jqt "$j" '.completed == 200 and .failed == 0'
+		jqt "$j" ".total_output_tokens == 200 * $n"
+		b=$(jq .start_backlog_ms "$j")
+		echo "run $try: $n tokens a stream, start backlog $b ms, shortest stream $(jq .min_e2el_ms "$j") ms"
+		jq -e '.start_backlog_ms < .min_e2el_ms' "$j" >/dev/null && break
+		n=$(awk -v b="$b" -v n="$n" 'BEGIN { m = int((4 * b - 40) / 10) + 2;
+			if (m < 2 * n) m = 2 * n; print (m > 8000 ? 8000 : m) }')
+	done
 	# the order that makes them concurrent: every start came before the
 	# first end
 	jqt "$j" '.start_backlog_ms < .min_e2el_ms'
-	jqt "$j" ".max_concurrent_requests == 200 and .total_output_tokens == 200 * $n"
+	jqt "$j" '.max_concurrent_requests == 200'
 }
 
 @test "load: failures by kind (http_other, timeout); latencies only over completed requests" {
