@@ -232,7 +232,8 @@ admitted() {
 	holds "($admitted - $left) < 25 && ($left - $admitted) < 25"
 	# the leaver left the batch at the step boundary after its client was
 	# seen gone: within one 20 ms step (boundaries are deadlines, so a
-	# late engine pass does not stretch it)
+	# late engine pass does not stretch it; the start is the relay's
+	# timestamp, and with two streams the relay's passes are short)
 	[ "$(debug_field "$leaver" cancel_to_leave_ms | cut -d. -f1)" -le 21 ]
 }
 
