@@ -1,4 +1,4 @@
-# Sourced by scripts/check and scripts/run-lab: installs the Debian 12
+# Sourced by scripts/check, scripts/repeat and scripts/run-lab: installs the Debian 12
 # packages tokstream needs, and only those that are missing.
 TOKSTREAM_PACKAGES="gcc make autoconf automake pkgconf libfcgi-dev \
 libjansson-dev libcurl4-openssl-dev libcmocka-dev lighttpd spawn-fcgi bats \
@@ -65,6 +65,28 @@ tokstream_build() {
 		./configure ${TOKSTREAM_CONFIGURE_ARGS:-}
 	fi
 	make -j"$(nproc)"
+}
+
+# tokstream_copy_tree DIR: the tracked sources, copied to DIR for a second
+# build (the source tree is configured in place, so a VPATH build cannot
+# use it); DIR shares the source tree's node_modules. Run from the top of
+# the source tree.
+tokstream_copy_tree() {
+	mkdir -p "$1"
+	git ls-files -z | tar --null -T - -cf - | (cd "$1" && tar xf -) &&
+		rm -rf "$1/tests/node/node_modules" &&
+		ln -s "$(pwd)/tests/node/node_modules" \
+			"$1/tests/node/node_modules"
+}
+
+# tokstream_build_copy DIR CONFIGURE-OPTION: copies the tracked sources to
+# DIR and builds them there, configured once with CONFIGURE-OPTION (e.g.
+# --enable-sanitizers); the build's output is dropped, its errors shown.
+tokstream_build_copy() {
+	tokstream_copy_tree "$1" &&
+	(cd "$1" && { [ -x configure ] || autoreconf -fi >/dev/null; } &&
+	    { [ -f Makefile ] || ./configure -q "$2"; } &&
+	    make -j"$(nproc)" >/dev/null)
 }
 
 # Installs the npm packages of the real-client tests (tests/node) from the

@@ -41,8 +41,13 @@ jqt() {
 	jqt "$j" '[.failures[]] | add == 0'
 	# TTFT: prefill 40 ms + 16 * 0.25 ms, plus the stack
 	jqt "$j" '.median_ttft_ms >= 40 and .median_ttft_ms < 200'
-	# ITL and TPOT: the server's TPOT, 10 ms
-	jqt "$j" '.median_itl_ms > 7 and .median_itl_ms < 20'
+	# TPOT: the server's TPOT, 10 ms. Each request's (E2E - TTFT) /
+	# (tokens - 1) is paced by the engine's absolute token deadlines,
+	# however its tokens bunch on the way; the ITL median is not: on a
+	# loaded machine lighttpd or the client reads several tokens at once
+	# and most gaps are ~0 (median ITL 0.002 and 6.1 ms seen under
+	# make -j2 beside other builds, with median TPOT 9.5-10.3 ms)
+	jqt "$j" '.median_tpot_ms > 7 and .median_tpot_ms < 20'
 	jqt "$j" '.mean_tpot_ms > 7 and .mean_tpot_ms < 20'
 	jqt "$j" '.p99_itl_ms >= .median_itl_ms and .mean_itl_ms > 0'
 	# E2E: 44 + 19 * 10 ms
@@ -73,10 +78,14 @@ jqt() {
 		wait_not_running "$id"
 		s=$(debug_field "$id" status)
 		g=$(debug_field "$id" generated)
-		echo "stream $id: $s, generated $g"
+		echo "stream $id: $s, generated $g, wasted $(debug_field "$id" wasted), left $(debug_field "$id" cancel_to_leave_ms) ms after the close was seen"
 		[ "$s" = cancelled ]
 		[ "$g" -ge 5 ]
-		[ "$g" -le 10 ]
+		# the client closes after its 5th token, but a busy client (an
+		# ASan build on a loaded machine: 12 seen) reads late and more
+		# tokens reach it first; a server that missed the close would
+		# make all 50, one that saw it only at a 200 ms keep-alive 25
+		[ "$g" -le 20 ]
 	done
 }
 
@@ -94,7 +103,9 @@ jqt() {
 	for id in $(jq -r '.abandoned_ids[]' "$j"); do
 		wait_not_running "$id"
 		[ "$(debug_field "$id" status)" = cancelled ]
-		[ "$(debug_field "$id" generated)" -le 8 ]
+		echo "stream $id: generated $(debug_field "$id" generated), left $(debug_field "$id" cancel_to_leave_ms) ms after the reset was seen"
+		# as with FIN, a margin for a late client (of 60 tokens)
+		[ "$(debug_field "$id" generated)" -le 20 ]
 	done
 }
 
@@ -153,12 +164,34 @@ jqt() {
 
 @test "load: 200 streams at once over one thread" {
 	j=$BATS_TEST_TMPDIR/many.json
-	run "$TOKBENCH" load --url "$BASE" --concurrency 200 --requests 200 \
-		--output-tokens 5 --prompt-tokens 1 --json "$j" --quiet
-	echo "$output"
-	[ "$status" -eq 0 ]
-	jqt "$j" '.completed == 200 and .failed == 0'
-	jqt "$j" '.max_concurrent_requests == 200 and .total_output_tokens == 1000'
+	# 200 are in flight at once when every start comes before the first
+	# end: the client's start backlog (0.07-1.2 s seen plain and ASan
+	# under make -j2 beside other builds, 3.3 s once; it changes 7-fold
+	# from one run to the next there) must be shorter than the shortest
+	# stream (40 ms prefill + (n - 1) x 10 ms: token deadlines are
+	# absolute). Streams of 100 tokens first; when a run's backlog was
+	# longer than its shortest stream, again with streams four times
+	# that backlog (at least twice as long), up to four runs. Every run
+	# must complete all 200 without a failure.
+	n=100
+	for try in 1 2 3 4; do
+		run "$TOKBENCH" load --url "$BASE" --concurrency 200 \
+			--requests 200 --output-tokens "$n" --prompt-tokens 1 \
+			--json "$j" --quiet
+		echo "$output"
+		[ "$status" -eq 0 ]
+		jqt "$j" '.completed == 200 and .failed == 0'
+		jqt "$j" ".total_output_tokens == 200 * $n"
+		b=$(jq .start_backlog_ms "$j")
+		echo "run $try: $n tokens a stream, start backlog $b ms, shortest stream $(jq .min_e2el_ms "$j") ms"
+		jq -e '.start_backlog_ms < .min_e2el_ms' "$j" >/dev/null && break
+		n=$(awk -v b="$b" -v n="$n" 'BEGIN { m = int((4 * b - 40) / 10) + 2;
+			if (m < 2 * n) m = 2 * n; print (m > 8000 ? 8000 : m) }')
+	done
+	# the order that makes them concurrent: every start came before the
+	# first end
+	jqt "$j" '.start_backlog_ms < .min_e2el_ms'
+	jqt "$j" '.max_concurrent_requests == 200'
 }
 
 @test "load: failures by kind (http_other, timeout); latencies only over completed requests" {
