@@ -7,6 +7,7 @@
 load helpers
 
 setup_file() {
+	heavy_alone
 	ts_start --max-num-seqs 300 --max-waiting 16 --keepalive-ms 300 \
 		--write-stall-ms 20000
 }

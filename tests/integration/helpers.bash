@@ -154,3 +154,15 @@ need_command() {
 	fi
 	skip "$1 is not installed (apt-get install $2; scripts/deps.sh does)"
 }
+
+# heavy_alone: for a bats file that loads the whole machine (hundreds of
+# streams at once) and asserts what its streams feel: it runs alone among
+# the files that call it. `make -j2 check` runs two files at once, and two
+# such files beside each other starve both (under ASan: capacity.bats'
+# 200 stallers beside load-v1.bats' 100 streams, in a fresh Debian 12
+# root's pass 2 on 2026-12-02). Called first in setup_file; the lock is
+# the file process's descriptor 9, let go when that process ends.
+heavy_alone() {
+	exec 9>>"${TS_BUILDDIR:-${BATS_RUN_TMPDIR:-/tmp}}/heavy-tests.lock"
+	flock 9
+}

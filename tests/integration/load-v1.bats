@@ -9,6 +9,7 @@
 load helpers
 
 setup_file() {
+	heavy_alone
 	ts_start --tpot-ms 20 --keepalive-ms 200 --max-num-seqs 128 \
 		--prefill-base-ms 0 --prefill-per-token-ms 0
 }

@@ -7,6 +7,7 @@
 load helpers
 
 setup_file() {
+	heavy_alone
 	# room for the 200-stream test: 128 slots + 128 waiting
 	ts_start --tpot-ms 10 --keepalive-ms 200 --max-num-seqs 128 \
 		--max-waiting 128
