@@ -823,7 +823,11 @@ timer_fired(struct engine *e, struct engine_seq *s, int64_t t)
 	    s->due + step_len(e, s->tpot_ms, jit) : t);
 }
 
-/* Cancellations that act at once: waiting, and in prefill. */
+/* Cancellations that act at once: waiting, in prefill, and a sequence on
+ * a cadence of its own (its in-flight token dropped), whose next step may
+ * be seconds away (tpot_ms up to 10,000): its slot is free within this
+ * pass, not at that step. A sequence on the grid leaves at the grid's
+ * next boundary (grid_step), at most one step away. */
 static void
 handle_cancels(struct engine *e, int64_t now)
 {
@@ -840,7 +844,8 @@ handle_cancels(struct engine *e, int64_t now)
 	for (i = 0; i < e->nslots;) {
 		s = e->slots[i];
 		if (s->cancel && (s->phase == SEQ_PREFILL ||
-		    s->phase == SEQ_JOINING))
+		    s->phase == SEQ_JOINING ||
+		    (s->phase == SEQ_DECODE && s->own_cadence)))
 			seq_finish(e, s, ENGINE_FINISH_CANCELLED, now);
 		else
 			i++;

@@ -29,9 +29,10 @@
  *     on every token of a sequence is one step after the one before.
  *   - A sequence leaves when it finishes (max_tokens, an EOS token, a stop
  *     string, an injected error) or is cancelled; a cancelled decoding
- *     sequence leaves at its next step boundary (the token of the step in
- *     flight is dropped) and its slot goes to the next waiting request at
- *     once.
+ *     sequence on the grid leaves at its next step boundary (the token of
+ *     the step in flight is dropped), one on a cadence of its own leaves
+ *     at the engine's next pass (its next step may be seconds away), and
+ *     its slot goes to the next waiting request at once.
  *   - Times are absolute deadlines on CLOCK_MONOTONIC: a late wake-up
  *     does not shift later tokens.
  * A request with its own tpot_ms (the lab's knob; at least

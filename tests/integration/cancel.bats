@@ -93,3 +93,56 @@ read_and_close() {
 	[ "$(grep -c '^data: {"token":' "$BATS_TEST_TMPDIR/other")" -eq 40 ]
 	grep -qx 'data: \[DONE\]' "$BATS_TEST_TMPDIR/other"
 }
+
+@test "a client that leaves a stream on a slow cadence of its own (tpot_ms 8000) frees its slot at once, not at its next token" {
+	curl -sS -N -m 1.5 -D "$BATS_TEST_TMPDIR/h" -o "$BATS_TEST_TMPDIR/b" \
+		"$BASE/stream?prompt=slow&max_tokens=5&tpot_ms=8000&prefill_ms=0" || true
+	gone=$(calc "$EPOCHREALTIME * 1000")
+	id=$(header_of "$BATS_TEST_TMPDIR/h" X-Request-Id)
+	[ -n "$id" ]
+	# its first token came at once; the next is 8 s away
+	[ "$(grep -c '^data: {"token":' "$BATS_TEST_TMPDIR/b")" -eq 1 ]
+	wait_not_running "$id"
+	curl -s "$BASE/_debug/generated?id=$id"
+	[ "$(debug_field "$id" status)" = cancelled ]
+	[ "$(debug_field "$id" cancel_cause)" = client_gone ]
+	[ "$(debug_field "$id" generated)" -eq 1 ]
+	# noticed at a keep-alive write (500 ms apart; lighttpd needs one
+	# to see the FIN) and left at the engine's next pass: within two
+	# intervals and a half of curl leaving, long before the 8 s step
+	# at which a sequence on its own cadence used to leave
+	started=$(debug_field "$id" started_ms)
+	ended=$(debug_field "$id" ended_ms)
+	echo "started $started, the client left at $gone, ended $ended"
+	holds "$ended - $gone < 1250"
+	holds "$ended - $started < 8000"
+}
+
+@test "n = 3: a client that leaves a /v1 stream cancels every choice, each within a few tokens of what it had" {
+	d=$BATS_TEST_TMPDIR
+	curl -sS -N -m 1 -D "$d/h" -o "$d/b" -H 'Content-Type: application/json' \
+		-d '{"model":"tokstream-sim","messages":[{"role":"user","content":"leave"}],"n":3,"stream":true,"max_tokens":200,"ignore_eos":true,"tpot_ms":50}' \
+		"$BASE/v1/chat/completions" || true
+	id=$(header_of "$d/h" X-Request-Id)
+	[ -n "$id" ]
+	# the choices are sequences id, id + 1, id + 2 (one slot each)
+	for k in 0 1 2; do
+		wait_not_running $((id + k))
+	done
+	for k in 0 1 2; do
+		s=$((id + k))
+		# the content deltas of choice k the client had when it left
+		had=$(sed -n 's/^data: //p' "$d/b" | grep -v '^\[DONE\]' |
+			jq -c --argjson k "$k" 'select(.choices[0].index == $k and
+				(.choices[0].delta.content // "") != "")' | wc -l)
+		g=$(debug_field "$s" generated)
+		echo "choice $k (stream $s): had $had, generated $g"
+		[ "$had" -ge 1 ]
+		[ "$(debug_field "$s" status)" = cancelled ]
+		[ "$(debug_field "$s" cancel_cause)" = client_gone ]
+		# as for one choice (v1.bats): one on its way, the one lighttpd
+		# must write to see the FIN, the step that was decoding
+		[ "$g" -le $((had + 3)) ]
+	done
+	[ "$(curl -s "$BASE/_debug/generated" | jq .engine.running)" -eq 0 ]
+}

@@ -69,8 +69,12 @@ teardown_file() {
 	# client through lighttpd to the responder is a token a ms (200
 	# seen; and 1.2 s once, 64 tokens at 20 ms a step). Paced at 50 ms
 	# a step (tpot_ms; the model still computes every one), the bound
-	# counts steps, not the machine's load: 35 steps after the 5 read
-	# is 1.75 s for the hang-up to arrive
+	# counts steps, not the machine's load. What the server promises is
+	# the second half: once the hang-up reaches it, decoding stops
+	# within a step (cancel_to_leave_ms) and stays stopped. How long the
+	# hang-up takes to arrive is the machine's: 1.8 s once (42 tokens)
+	# on a 2-core machine at load average 17, so the bound is 100 steps,
+	# a quarter of the 400 a server that missed the close would make
 	id=$("$TOKBENCH" cancel --url "$BASE" --read 5 --max-tokens 400 \
 		--tpot-ms 50 --id-only)
 	wait_not_running "$id"
@@ -79,7 +83,7 @@ teardown_file() {
 	echo "generated $g, cancel_to_leave_ms $l"
 	# what matters is that decoding stopped far short of 400 and within
 	# a step of the hang-up being seen
-	[ "$g" -le 40 ]
+	[ "$g" -le 100 ]
 	holds "$l < 50"
 	sleep 0.3
 	[ "$(debug_field "$id" generated)" -eq "$g" ]

@@ -49,13 +49,16 @@ start_mini() {
 	d=$BATS_TEST_TMPDIR
 	# The /v1 run and the /stream run go at the same moment (100 streams,
 	# 128 slots), so whatever else loads this machine loads both alike.
+	# The goodput SLOs are ones a paced run meets on a loaded machine too
+	# (TTFT 500 ms was missed by 17 of 200 under ASan at load average
+	# 9): what goodput counts is load.bats' test; here, that /v1 has it.
 	"$TOKBENCH" load --url "$BASE" --concurrency 50 --requests 200 \
-		--output-tokens 20 --goodput "ttft:500 tpot:50" \
+		--output-tokens 20 --goodput "ttft:5000 tpot:200" \
 		--json "$d/st.json" --quiet >/dev/null &
 	st_pid=$!
 	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/chat/completions \
 		--concurrency 50 --requests 200 --output-tokens 20 --ignore-eos \
-		--goodput "ttft:500 tpot:50" --json "$d/v1.json" --quiet
+		--goodput "ttft:5000 tpot:200" --json "$d/v1.json" --quiet
 	st_rc=0
 	wait "$st_pid" || st_rc=$?
 	echo "$output"
@@ -71,17 +74,26 @@ start_mini() {
 	# input tokens: the usage chunks' (the chat template's), not the plan
 	jqt "$d/v1.json" '.total_input_tokens > 200 * 32'
 	jqt "$d/st.json" '.completed == 200 and .total_output_tokens == 4000'
-	# the same pacing: TPOT and ITL within 2 ms of each other (and of the
-	# 20 ms TPOT), TTFT within 15 ms (the medians are printed first, so a
-	# failure says which)
+	# the same pacing. Paced by the 20 ms step, never faster: every
+	# request's 20th token comes at least 19 steps after it was sent
+	# (min E2EL; a late client only sees it later, while its TPOT and
+	# ITL can look shorter when the first token is read late and the
+	# rest bunch: 13 ms seen). And /v1's TPOT, ITL and
+	# TTFT are those of the /stream run beside it, within slack taken
+	# from that run's own spread (p99 - median): a loaded machine or
+	# ASan stretches both runs alike but not evenly (fixed "20 +- 2 ms,
+	# TTFT +- 15 ms" failed under ASan on loaded runs, /v1's TTFT once
+	# 43 ms above, once 84 ms below). The medians are printed first.
 	jq -n -r --slurpfile a "$d/v1.json" --slurpfile b "$d/st.json" '
-		"median TPOT / ITL / TTFT ms: /v1 \($a[0].median_tpot_ms) / \($a[0].median_itl_ms) / \($a[0].median_ttft_ms), /stream \($b[0].median_tpot_ms) / \($b[0].median_itl_ms) / \($b[0].median_ttft_ms)"'
+		"median TPOT / ITL / TTFT / E2EL ms: /v1 \($a[0].median_tpot_ms) / \($a[0].median_itl_ms) / \($a[0].median_ttft_ms) / \($a[0].median_e2el_ms), /stream \($b[0].median_tpot_ms) / \($b[0].median_itl_ms) / \($b[0].median_ttft_ms) / \($b[0].median_e2el_ms); /stream p99 TPOT \($b[0].p99_tpot_ms), TTFT \($b[0].p99_ttft_ms)"'
 	jq -n -e --slurpfile a "$d/v1.json" --slurpfile b "$d/st.json" '
 		($a[0]) as $v | ($b[0]) as $s |
-		(($v.median_tpot_ms - $s.median_tpot_ms) | fabs) < 2 and
-		(($v.median_itl_ms - $s.median_itl_ms) | fabs) < 2 and
-		(($v.median_itl_ms - 20) | fabs) < 2 and
-		(($v.median_ttft_ms - $s.median_ttft_ms) | fabs) < 15'
+		($s.p99_tpot_ms - $s.median_tpot_ms) as $tpot_spread |
+		($s.p99_ttft_ms - $s.median_ttft_ms) as $ttft_spread |
+		$v.min_e2el_ms >= 19 * 19 and $s.min_e2el_ms >= 19 * 19 and
+		(($v.median_tpot_ms - $s.median_tpot_ms) | fabs) < 2 + $tpot_spread and
+		(($v.median_itl_ms - $s.median_itl_ms) | fabs) < 2 + $tpot_spread and
+		(($v.median_ttft_ms - $s.median_ttft_ms) | fabs) < 15 + $ttft_spread'
 	# and /v1/completions
 	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/completions \
 		--concurrency 10 --requests 20 --output-tokens 10 --ignore-eos \

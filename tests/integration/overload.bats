@@ -18,10 +18,12 @@ teardown_file() {
 	stallers=""
 	for i in 1 2 3 4; do
 		node "$TS_SRCDIR/tests/node/fcgi-stall.mjs" "$RUNDIR/tokstream.sock" \
-			"/stream?prompt=hold$i&max_tokens=3000&tpot_ms=1" 60 >/dev/null &
+			"/stream?prompt=hold$i&max_tokens=6000&tpot_ms=1" 60 >/dev/null &
 		stallers="$stallers $!"
 	done
-	# 3,000 tokens at 1 ms: all four connected (held) and done generating
+	# 6,000 tokens at 1 ms (about 310 KB, more than a unix socket's
+	# 212,992-byte send buffer holds however the relay batches its
+	# writes): all four connected (held) and done generating
 	# (none running), stuck in their sockets. Waited for as a state (up
 	# to 20 s), not a fixed sleep that a slow start of four node
 	# processes outlasts; they hold for 60 s, until killed below.

@@ -724,6 +724,40 @@ run_bounded(struct engine *e, int64_t now, int64_t until, struct probe **ps,
 	}
 }
 
+/* A request on a slow cadence of its own (tpot_ms 5000) whose client
+ * leaves between its tokens gives its slot back in the engine's next pass,
+ * not at its own next step seconds later; the request waiting for that
+ * slot starts then. */
+static void
+test_cancel_own_cadence_frees_slot_at_once(void **unused)
+{
+	struct engine *e = mk_engine(1, 4, NULL);
+	struct engine_request r;
+	struct probe slow = { 0 }, next = { 0 }, *ps[] = { &slow, &next };
+	struct engine_stats st;
+
+	(void)unused;
+	lab_request(&r, "slow", 100, 0);
+	r.tpot_ms = 5000;
+	assert_int_equal(engine_submit(e, &r, &slow.s), TS_OK);
+	assert_int_equal(submit(e, &next, "next", 2, 0, 0), TS_OK);
+	run_until(e, 0, 100 * MS, ps, 2);
+	assert_int_equal(slow.seen, 1);        /* its first token, at 0 */
+	assert_int_equal(next.seen, 0);        /* waiting for the slot */
+	engine_cancel(e, slow.s, 100 * MS, ENGINE_CAUSE_CLIENT_GONE);
+	engine_advance(e, 100 * MS);
+	assert_int_equal(finish_of(&slow), ENGINE_FINISH_CANCELLED);
+	engine_stats(e, &st);
+	assert_int_equal(st.waiting, 0);
+	run_until(e, 100 * MS, 10000 * MS, ps, 2);
+	assert_int_equal(slow.seen, 1);
+	assert_int_equal(next.seen, 2);
+	assert_int_equal(next.at[0], 100 * MS);
+	engine_release(e, slow.s);
+	engine_release(e, next.s);
+	engine_destroy(e);
+}
+
 /* A tpot_ms 0 request (taken as ENGINE_MIN_TPOT_MS) beside a stream at
  * the server's TPOT: the stream's gaps stay one step, each engine pass
  * runs at most one step, and a cancel still acts at the next boundary. */
@@ -1419,6 +1453,7 @@ main(void)
 		cmocka_unit_test(test_shutdown),
 		cmocka_unit_test(test_prefill_model),
 		cmocka_unit_test(test_first_token_on_boundary_gap_one_step),
+		cmocka_unit_test(test_cancel_own_cadence_frees_slot_at_once),
 		cmocka_unit_test(test_tpot_zero_beside_a_stream),
 		cmocka_unit_test(test_held_streams_count_for_429),
 		cmocka_unit_test(test_physical_eos_ends_with_stop),
