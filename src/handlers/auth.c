@@ -1,5 +1,5 @@
 /*
- * handlers/auth.c - bearer-token checks of the /v1 endpoints (auth.h).
+ * handlers/auth.c - bearer-token checks of the API key (auth.h).
  */
 #include "handlers/auth.h"
 

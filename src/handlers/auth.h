@@ -1,7 +1,8 @@
 /*
- * handlers/auth.h - the API key of the /v1 endpoints (--api-key, as vLLM's
- * and llama-server's): RFC 6750 bearer tokens, "Authorization: Bearer
- * KEY", compared in constant time. No I/O.
+ * handlers/auth.h - the API key of the endpoints that generate (--api-key,
+ * as vLLM's and llama-server's; routes.c decides which need it): RFC 6750
+ * bearer tokens, "Authorization: Bearer KEY", compared in constant time.
+ * No I/O.
  */
 #ifndef TS_HANDLERS_AUTH_H
 #define TS_HANDLERS_AUTH_H

@@ -7,10 +7,11 @@
  *
  * The server asks once per /v1 request, after parsing and auth, before
  * submitting to the engine: the request's X-Tokstream-Failure header
- * (inject_parse_header) when it carries one, else the seeded draw of
- * inject_decide for the request's number n. What each kind means, and
- * what the server does with it (the kinds' names are the public
- * interface: option values, header values, the /metrics label):
+ * (inject_parse_header) when it carries one and the server honours it
+ * (--allow-failure-header; without it the header is a 400), else the
+ * seeded draw of inject_decide for the request's number n. What each
+ * kind means, and what the server does with it (the kinds' names are the
+ * public interface: option values, header values, the /metrics label):
  *
  *   rate_limit       429 type "requests", code "rate_limit_exceeded"
  *                    (OpenAI's), and "Retry-After: retry_after_s".
@@ -156,7 +157,8 @@ enum ts_err inject_parse_types(const char *s, uint32_t *types, char *msg,
  * and is allowed only with midstream_error and midstream_cut (after=0:
  * the failure comes before the first token). Any kind may be asked for,
  * configured in c->types or not (timeout too): the header is an explicit
- * request. Whether to honour the header at all is the server's policy.
+ * request. Whether to honour the header at all is the server's policy
+ * (--allow-failure-header; refused by default).
  *
  * TS_OK with *kind and *after (c->after_tokens when no after= is given;
  * meaningful for the midstream kinds only). Else TS_EINVAL, *kind and

@@ -168,6 +168,26 @@ model_at(struct server *srv, struct reply *c, const char *id, size_t len)
 	v1_model(srv, c, name, n);
 }
 
+/*
+ * 1 when the request must carry the API key (--api-key): any method but
+ * OPTIONS on a /v1/ path, known or not, and on the lab endpoints that
+ * generate (/stream, /generate) unless --open-lab-endpoints. A CORS
+ * preflight passes: a browser sends it without credentials (Fetch
+ * standard, "CORS-preflight request"). /health, /metrics, /_debug/ and
+ * the demo page never need the key.
+ */
+static int
+key_needed(const struct options *o, const struct endpoint *e,
+    const char *uri, size_t plen, const char *method)
+{
+	if (o->api_key == NULL || strcmp(method, "OPTIONS") == 0)
+		return 0;
+	if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0)
+		return 1;
+	return e != NULL && !o->open_lab &&
+	    (e->id == EP_STREAM || e->id == EP_GENERATE);
+}
+
 void
 route(struct server *srv, struct conn *conn, int64_t t0)
 {
@@ -199,19 +219,23 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 			reply_error(c, &err, NULL, 0);
 		return;
 	}
-	if (srv->opt->api_key != NULL && plen >= 4 &&
-	    memcmp(uri, "/v1/", 4) == 0 && strcmp(method, "OPTIONS") != 0 &&
-	    !auth_bearer_ok(conn->ops->param(conn, "HTTP_AUTHORIZATION"),
+	if (key_needed(srv->opt, e, uri, plen, method) &&
+	    !auth_bearer_ok(conn_param(conn, "HTTP_AUTHORIZATION"),
 	    srv->opt->api_key)) {
-		/* OpenAI's answer to a missing or wrong key; a preflight
-		 * (which a browser sends without credentials) passes */
+		/* OpenAI's answer to a missing or wrong key, in the shape of
+		 * the path's dialect; RFC 6750 section 3: a 401 names the
+		 * scheme in WWW-Authenticate */
 		http_error_set(&err, 401, "invalid_request_error",
 		    "invalid_api_key", "%s: send the server's key as "
 		    "'Authorization: Bearer KEY' (--api-key)",
 		    conn_param(conn, "HTTP_AUTHORIZATION")[0] == '\0' ?
 		    "You didn't provide an API key" :
 		    "Incorrect API key provided");
-		reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n", 0);
+		if (strncmp(uri, "/v1/", 4) == 0)
+			reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n",
+			    0);
+		else
+			reply_error(c, &err, "WWW-Authenticate: Bearer\r\n", 0);
 		return;
 	}
 	if (e == NULL) {

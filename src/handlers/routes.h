@@ -1,8 +1,9 @@
 /*
  * handlers/routes.h - which handler answers a request: by path and method,
- * with the CORS preflight of the public endpoints, 405 (with Allow) for a
- * known path with another method, 404 for anything else, and 503 while
- * the server stops.
+ * with the CORS preflight of the public endpoints, the API key of the
+ * endpoints that generate (401 invalid_api_key, before anything else),
+ * 405 (with Allow) for a known path with another method, 404 for anything
+ * else, and 503 while the server stops.
  */
 #ifndef TS_HANDLERS_ROUTES_H
 #define TS_HANDLERS_ROUTES_H

@@ -40,9 +40,16 @@ struct options {
 	 * backend's model name */
 	const char *served_models[OPTIONS_MAX_SERVED_MODELS];
 	int n_served_models;
-	/* --api-key / --api-key-file: the key every /v1 request must send
-	 * as "Authorization: Bearer KEY"; NULL: no key (the default) */
+	/* --api-key / --api-key-file: the key every request that generates
+	 * (/v1, and the lab's /stream and /generate unless open_lab) must
+	 * send as "Authorization: Bearer KEY"; NULL: no key (the default) */
 	const char *api_key;
+	int open_lab;                /* --open-lab-endpoints: /stream and
+				      * /generate need no key even with
+				      * api_key; default 0 */
+	int allow_failure_header;    /* --allow-failure-header: honour
+				      * X-Tokstream-Failure; default 0: a
+				      * request carrying it is a 400 */
 	const char *backend;         /* "sim" or "llama" */
 	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
 	const char *tokenizer_path;  /* llama2.c tokenizer.bin */

@@ -627,7 +627,9 @@ v1_choice_seed(uint64_t base, uint32_t k)
 
 /*
  * Failure injection (handlers/inject.h): the request's X-Tokstream-Failure
- * header, else the seeded draw for this process's n-th /v1 request.
+ * header, else the seeded draw for this process's n-th /v1 request. The
+ * header is honoured only with --allow-failure-header; without it a
+ * request that carries one (not empty) is a 400 failure_header_disabled.
  * Answers an HTTP failure itself (returns 1); for the others adjusts the
  * job (midstream_error: error_after K; midstream_cut: K tokens then a
  * silent end, counted as an error; timeout: a silent prefill of
@@ -645,6 +647,17 @@ v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
 	char msg[200];
 	char extra[64];
 
+	if (hv != NULL && hv[0] != '\0' && !srv->opt->allow_failure_header) {
+		/* off by default: the header would let any client make
+		 * the server fail, or hold a slot silent (timeout) */
+		http_error_set(err, 400, "invalid_request_error",
+		    "failure_header_disabled", "%s is off on this server: "
+		    "its operator enables it with --allow-failure-header "
+		    "(--failure-injection-rate needs no header)",
+		    INJECT_HEADER);
+		v1_fail(rp, err, NULL);
+		return 1;
+	}
 	if (hv != NULL && hv[0] != '\0') {
 		if (inject_parse_header(hv, strlen(hv), ic, &k, &after, msg,
 		    sizeof(msg)) != TS_OK) {

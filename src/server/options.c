@@ -42,10 +42,13 @@ options_usage(FILE *f)
 "                               this long, 0 = never (default %.0f)\n"
 "      --no-cancel              demo only: keep generating for clients that\n"
 "                               left (the failure mode tokstream avoids)\n"
-"      --api-key KEY            every /v1 request must send Authorization:\n"
-"                               Bearer KEY, else 401 (default: no key)\n"
+"      --api-key KEY            every request that generates (/v1, /stream,\n"
+"                               /generate) must send Authorization: Bearer\n"
+"                               KEY, else 401 (default: no key)\n"
 "      --api-key-file FILE      the same, the key in FILE's first line (out\n"
 "                               of ps)\n"
+"      --open-lab-endpoints     with a key, /stream and /generate need none\n"
+"                               (default: they need it as /v1 does)\n"
 "      --served-model-name NAME [NAME...]  the /v1 model names, the first\n"
 "                               in responses (default tokstream-sim, or the\n"
 "                               --model file's name; up to 16)\n"
@@ -71,6 +74,8 @@ options_usage(FILE *f)
 "                               but timeout)\n"
 "      --failure-after K        tokens before a midstream failure (default 5)\n"
 "      --failure-seed N         seed of the failure draw (default 0)\n"
+"      --allow-failure-header   honour a request's X-Tokstream-Failure\n"
+"                               (default: refused, 400)\n"
 "  -d, --state-dir DIR          state file directory (default %s)\n"
 "  -s, --socket PATH            listen on this unix socket, not fd 0\n"
 "  -b, --backlog N              listen backlog with --socket (default 1024)\n"
@@ -207,7 +212,8 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_WAIT, O_LOAD, O_JP, O_JT, O_SEED, O_STALL, O_NOCANCEL, O_BACKEND,
 	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
-	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE };
+	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
+	    O_FHEADER };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -233,6 +239,7 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "served-model-name", required_argument, NULL, O_SERVED },
 		{ "api-key", required_argument, NULL, O_APIKEY },
 		{ "api-key-file", required_argument, NULL, O_APIKEYFILE },
+		{ "open-lab-endpoints", no_argument, NULL, O_OPENLAB },
 		{ "model", required_argument, NULL, O_MODEL },
 		{ "tokenizer", required_argument, NULL, O_TOKENIZER },
 		{ "model-threads", required_argument, NULL, O_MTHREADS },
@@ -245,6 +252,7 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "failure-types", required_argument, NULL, O_FTYPES },
 		{ "failure-after", required_argument, NULL, O_FAFTER },
 		{ "failure-seed", required_argument, NULL, O_FSEED },
+		{ "allow-failure-header", no_argument, NULL, O_FHEADER },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -268,6 +276,8 @@ options_parse(struct options *o, int argc, char **argv)
 	o->cors_origin = "*";
 	o->n_served_models = 0;
 	o->api_key = NULL;
+	o->open_lab = 0;
+	o->allow_failure_header = 0;
 	o->backend = "sim";
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
@@ -367,6 +377,12 @@ options_parse(struct options *o, int argc, char **argv)
 			break;
 		case O_APIKEYFILE:
 			o->api_key = api_key_from_file(optarg);
+			break;
+		case O_OPENLAB:
+			o->open_lab = 1;
+			break;
+		case O_FHEADER:
+			o->allow_failure_header = 1;
 			break;
 		case O_SERVED:
 			/* vLLM's form: one option, then names until the next

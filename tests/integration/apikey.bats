@@ -1,8 +1,11 @@
 #!/usr/bin/env bats
-# --api-key-file (docs/API.md "API key"): every /v1 request needs
-# "Authorization: Bearer KEY", else a 401 in OpenAI's shape; /health, the
-# lab endpoints and CORS preflights stay open; the key is not in ps; and
-# tokstream-ctl warns when it listens beyond the loopback without a key.
+# --api-key-file (docs/API.md "API key"): every request that generates
+# needs "Authorization: Bearer KEY", else a 401: /v1 in OpenAI's shape,
+# the lab endpoints (/stream, /generate) in the lab's, unless
+# --open-lab-endpoints opens them; /health and CORS preflights stay open;
+# X-Tokstream-Failure is refused unless --allow-failure-header; the key is
+# not in ps; and tokstream-ctl warns when it listens beyond the loopback
+# without a key, or with the lab endpoints opened.
 
 load helpers
 
@@ -21,6 +24,23 @@ teardown() {
 	if [ -n "${RUNDIR2:-}" ]; then
 		RUNDIR=$RUNDIR2 PORT=$PORT2 ts_stop
 	fi
+}
+
+# other_server ARGS...: a second server with these responder options, at
+# BASE2 (RUNDIR2, PORT2: teardown stops it); BASE stays the first one's.
+other_server() {
+	local base=$BASE rundir=$RUNDIR port=$PORT
+	if [ -n "${RUNDIR2:-}" ]; then
+		RUNDIR=$RUNDIR2 PORT=$PORT2 ts_stop
+	fi
+	TS_RUNDIR=$(mktemp -d "$BATS_FILE_TMPDIR/ts2.XXXXXX") ts_start "$@"
+	BASE2=$BASE RUNDIR2=$RUNDIR PORT2=$PORT
+	BASE=$base RUNDIR=$rundir PORT=$port
+}
+
+# generated BASE: the server's tokstream:generation_tokens_total
+generated() {
+	curl -sS "$1/metrics" | awk '$1 == "tokstream:generation_tokens_total" { print $2 }'
 }
 
 KEY=sk-tokstream-test-4f2a
@@ -44,7 +64,7 @@ CHAT='{"model":"tokstream-sim","max_tokens":3,"messages":[{"role":"user","conten
 	[ "$(curl -sS "$BASE/metrics" | awk '$1 == "tokstream:generation_tokens_total" { print $2 }')" -eq 0 ]
 }
 
-@test "with the key: chat, completions, responses and models answer; the lab endpoints, /health and a preflight need none" {
+@test "with the key: chat, completions, responses, models and the lab endpoints answer; /health and a preflight need none" {
 	d=$BATS_TEST_TMPDIR
 	curl -sS -f -H "Authorization: Bearer $KEY" "$BASE/v1/models" | jq -e '.data[0].id == "tokstream-sim"'
 	curl -sS -f -H "Authorization: Bearer $KEY" -d "$CHAT" "$BASE/v1/chat/completions" |
@@ -53,12 +73,88 @@ CHAT='{"model":"tokstream-sim","max_tokens":3,"messages":[{"role":"user","conten
 		"$BASE/v1/responses" | jq -e '.usage.output_tokens == 2'
 	curl -sS -f -H "authorization: bearer $KEY" -d '{"model":"tokstream-sim","prompt":"hi","max_tokens":2}' \
 		"$BASE/v1/completions" | jq -e '.usage.completion_tokens == 2'
+	[ "$(curl -sS -N -H "Authorization: Bearer $KEY" "$BASE/stream?prompt=k&max_tokens=2" |
+		grep -c '^data: {"token"')" -eq 2 ]
+	curl -sS -f -H "Authorization: Bearer $KEY" -d '{"prompt":"k","max_tokens":2}' "$BASE/generate" |
+		jq -e '.usage.completion_tokens == 2'
 	[ "$(curl -sS "$BASE/health" | jq -r .status)" = ok ]
-	[ "$(curl -sS -N "$BASE/stream?prompt=k&max_tokens=2" | grep -c '^data: {"token"')" -eq 2 ]
-	run curl -sS -o /dev/null -w '%{http_code}' -X OPTIONS -H 'Origin: http://ui.example' \
-		-H 'Access-Control-Request-Method: POST' \
-		-H 'Access-Control-Request-Headers: authorization, content-type' "$BASE/v1/chat/completions"
-	[ "$output" = 204 ]
+	for p in /v1/chat/completions /stream /generate; do
+		run curl -sS -o /dev/null -w '%{http_code}' -X OPTIONS -H 'Origin: http://ui.example' \
+			-H 'Access-Control-Request-Method: POST' \
+			-H 'Access-Control-Request-Headers: authorization, content-type' "$BASE$p"
+		[ "$output" = 204 ]
+	done
+}
+
+@test "without the key, or with another, /stream and /generate are 401 invalid_api_key in the lab's shape (WWW-Authenticate: Bearer, CORS) and generate nothing" {
+	d=$BATS_TEST_TMPDIR
+	g0=$(generated "$BASE")
+	for auth in "" "Authorization: Bearer sk-wrong" "Authorization: Basic $(printf 'x:%s' "$KEY" | base64)"; do
+		for req in "GET /stream?prompt=k&max_tokens=2" "HEAD /stream?prompt=k&max_tokens=2" \
+			"POST /generate" "GET /generate"; do
+			case $req in
+			HEAD*) how=(--head) ;;
+			POST*) how=(-d '{"prompt":"k","max_tokens":2}') ;;
+			*) how=() ;;
+			esac
+			run curl -sS -o "$d/e" -D "$d/h" -w '%{http_code}' ${auth:+-H "$auth"} \
+				"${how[@]}" "$BASE${req#* }"
+			echo "$auth $req: $output $(cat "$d/e")"
+			[ "$output" = 401 ]
+			[ "$(header_of "$d/h" WWW-Authenticate)" = Bearer ]
+			[ "$(header_of "$d/h" Access-Control-Allow-Origin)" = '*' ]
+			[ "${req%% *}" = HEAD ] && continue
+			# the lab's shape: no "param"
+			jq -e '.error.code == "invalid_api_key" and .error.type == "invalid_request_error" and
+				(.error | has("param") | not) and (.error.message | test("Authorization: Bearer"))' "$d/e"
+		done
+	done
+	[ "$(generated "$BASE")" = "$g0" ]
+}
+
+@test "--open-lab-endpoints: with a key, the lab endpoints need none; /v1 still does" {
+	other_server --api-key-file "$KEYFILE" --open-lab-endpoints
+	[ "$(curl -sS -N "$BASE2/stream?prompt=k&max_tokens=2" | grep -c '^data: {"token"')" -eq 2 ]
+	curl -sS -f -d '{"prompt":"k","max_tokens":2}' "$BASE2/generate" | jq -e '.usage.completion_tokens == 2'
+	run curl -sS -o /dev/null -w '%{http_code}' -d "$CHAT" "$BASE2/v1/chat/completions"
+	[ "$output" = 401 ]
+	curl -sS -f -H "Authorization: Bearer $KEY" -d "$CHAT" "$BASE2/v1/chat/completions" |
+		jq -e '.usage.completion_tokens == 3'
+}
+
+@test "X-Tokstream-Failure is a 400 failure_header_disabled unless --allow-failure-header; --failure-injection-rate needs no option" {
+	d=$BATS_TEST_TMPDIR
+	# the default: refused with a code and the option that enables it,
+	# whatever its value ("none" too), and nothing is generated
+	g0=$(generated "$BASE")
+	for v in rate_limit none 'midstream_cut; after=1'; do
+		run curl -sS -o "$d/e" -w '%{http_code}' -H "Authorization: Bearer $KEY" \
+			-H "X-Tokstream-Failure: $v" -d "$CHAT" "$BASE/v1/chat/completions"
+		echo "$v: $output $(cat "$d/e")"
+		[ "$output" = 400 ]
+		jq -e '.error.code == "failure_header_disabled" and .error.type == "invalid_request_error" and
+			.error.param == null and (.error.message | test("--allow-failure-header"))' "$d/e"
+	done
+	[ "$(generated "$BASE")" = "$g0" ]
+	# the operator's draw works without the option; the header still not
+	other_server --failure-injection-rate 100 --failure-types overloaded
+	run curl -sS -o "$d/e" -w '%{http_code}' -d "$CHAT" "$BASE2/v1/chat/completions"
+	[ "$output" = 503 ]
+	jq -e '.error.code == "overloaded"' "$d/e"
+	run curl -sS -o "$d/e" -w '%{http_code}' -H 'X-Tokstream-Failure: none' -d "$CHAT" "$BASE2/v1/chat/completions"
+	[ "$output" = 400 ]
+	jq -e '.error.code == "failure_header_disabled"' "$d/e"
+	# with the option: honoured, behind the key
+	other_server --api-key-file "$KEYFILE" --allow-failure-header
+	run curl -sS -o "$d/e" -D "$d/h" -w '%{http_code}' -H "Authorization: Bearer $KEY" \
+		-H 'X-Tokstream-Failure: rate_limit' -d "$CHAT" "$BASE2/v1/chat/completions"
+	[ "$output" = 429 ]
+	jq -e '.error.code == "rate_limit_exceeded"' "$d/e"
+	[ "$(header_of "$d/h" Retry-After)" = 1 ]
+	run curl -sS -o "$d/e" -w '%{http_code}' -H 'X-Tokstream-Failure: rate_limit' -d "$CHAT" \
+		"$BASE2/v1/chat/completions"
+	[ "$output" = 401 ]
+	jq -e '.error.code == "invalid_api_key"' "$d/e"
 }
 
 @test "the official OpenAI SDK: the right apiKey works, a wrong one is the SDK's AuthenticationError" {
@@ -96,7 +192,7 @@ CHAT='{"model":"tokstream-sim","max_tokens":3,"messages":[{"role":"user","conten
 	[ "$status" -eq 2 ]
 }
 
-@test "tokstream-ctl warns when it listens beyond the loopback without a key, and not with one" {
+@test "tokstream-ctl warns when it listens beyond the loopback without a key, not with one, and with one when the lab endpoints are opened" {
 	RUNDIR2=$(mktemp -d "$BATS_FILE_TMPDIR/ts2.XXXXXX")
 	PORT2=$(free_port)
 	run env TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 TOKSTREAM_BIND=0.0.0.0 \
@@ -113,6 +209,13 @@ CHAT='{"model":"tokstream-sim","max_tokens":3,"messages":[{"role":"user","conten
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ $output != *warning* ]]
+	RUNDIR=$RUNDIR2 PORT=$PORT2 ts_stop
+	run env TOKSTREAM_PORT=$PORT2 TOKSTREAM_RUNDIR=$RUNDIR2 TOKSTREAM_BIND=0.0.0.0 \
+		TOKSTREAM_BINDIR=$TS_BUILDDIR/src TOKSTREAM_SITECONF=$TS_SRCDIR/etc/tokstream-site.conf \
+		TOKSTREAM_FCGI_ARGS="--api-key-file $KEYFILE --open-lab-endpoints" "$CTL" start
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == *"warning: listening on 0.0.0.0:$PORT2 with --open-lab-endpoints"* ]]
 }
 
 @test "tokstream-ctl refuses, before it stops anything, a key file it cannot read and a TOKSTREAM_BIND that is no IPv4 address" {

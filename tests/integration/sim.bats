@@ -11,9 +11,11 @@
 load helpers
 
 setup_file() {
-	# fast model: every test here is about what is generated, not when
+	# fast model: every test here is about what is generated, not when;
+	# the failure tests send X-Tokstream-Failure, refused without
+	# --allow-failure-header
 	ts_start --tpot-ms 1 --prefill-base-ms 0 --prefill-per-token-ms 0 \
-		--max-num-seqs 64 --keepalive-ms 1000
+		--max-num-seqs 64 --keepalive-ms 1000 --allow-failure-header
 }
 
 teardown_file() {

@@ -292,33 +292,52 @@ test_queue_full_429(void **unused)
 	}
 }
 
-/* --api-key: every /v1 request needs "Authorization: Bearer KEY" (401
- * invalid_api_key in OpenAI's shape, with WWW-Authenticate, otherwise);
- * the lab endpoints, /health and a preflight need none. */
+/* --api-key: every request that generates needs "Authorization: Bearer
+ * KEY" (401 invalid_api_key with WWW-Authenticate otherwise: on /v1 in
+ * OpenAI's shape, on /stream and /generate in the lab's), any method but
+ * OPTIONS, before 404 and 405; --open-lab-endpoints opens the lab
+ * endpoints only; /health and a preflight need none. */
 static void
 test_api_key(void **unused)
 {
 	static const struct {
 		const char *method, *uri;
 		const char *auth;        /* Authorization, or NULL */
+		int open_lab;            /* --open-lab-endpoints */
 		int status;
+		int streams;             /* state records it makes */
 	} cases[] = {
-		{ "GET", "/v1/models", NULL, 401 },
-		{ "GET", "/v1/models", "Bearer sk-right", 200 },
-		{ "GET", "/v1/models", "bearer   sk-right", 200 },
-		{ "GET", "/v1/models", "Bearer sk-wrong", 401 },
-		{ "GET", "/v1/models", "Bearer sk-righ", 401 },
-		{ "GET", "/v1/models", "Bearer sk-rightt", 401 },
-		{ "GET", "/v1/models", "Basic c2stcmlnaHQ=", 401 },
-		{ "GET", "/v1/models", "sk-right", 401 },
-		{ "GET", "/v1/models", "Bearer ", 401 },
-		{ "GET", "/v1/models/tokstream-sim", NULL, 401 },
-		{ "GET", "/v1/nope", NULL, 401 },
-		{ "POST", "/v1/chat/completions", NULL, 401 },
-		{ "OPTIONS", "/v1/chat/completions", NULL, 204 },
-		{ "GET", "/health", NULL, 200 },
-		{ "GET", "/stream?prompt=k&max_tokens=1", NULL, 200 },
+		{ "GET", "/v1/models", NULL, 0, 401, 0 },
+		{ "GET", "/v1/models", "Bearer sk-right", 0, 200, 0 },
+		{ "GET", "/v1/models", "bearer   sk-right", 0, 200, 0 },
+		{ "GET", "/v1/models", "Bearer sk-wrong", 0, 401, 0 },
+		{ "GET", "/v1/models", "Bearer sk-righ", 0, 401, 0 },
+		{ "GET", "/v1/models", "Bearer sk-rightt", 0, 401, 0 },
+		{ "GET", "/v1/models", "Basic c2stcmlnaHQ=", 0, 401, 0 },
+		{ "GET", "/v1/models", "sk-right", 0, 401, 0 },
+		{ "GET", "/v1/models", "Bearer ", 0, 401, 0 },
+		{ "GET", "/v1/models/tokstream-sim", NULL, 0, 401, 0 },
+		{ "GET", "/v1/nope", NULL, 0, 401, 0 },
+		{ "POST", "/v1/chat/completions", NULL, 0, 401, 0 },
+		{ "POST", "/v1/chat/completions", NULL, 1, 401, 0 },
+		{ "OPTIONS", "/v1/chat/completions", NULL, 0, 204, 0 },
+		{ "GET", "/health", NULL, 0, 200, 0 },
+		{ "GET", "/stream?prompt=k&max_tokens=1", NULL, 0, 401, 0 },
+		{ "HEAD", "/stream?prompt=k&max_tokens=1", NULL, 0, 401, 0 },
+		{ "GET", "/stream?prompt=k&max_tokens=1", "Bearer sk-wrong", 0,
+		    401, 0 },
+		{ "GET", "/stream?prompt=k&max_tokens=1", "Bearer sk-right", 0,
+		    200, 1 },
+		{ "GET", "/stream?prompt=k&max_tokens=1", NULL, 1, 200, 1 },
+		{ "POST", "/generate", NULL, 0, 401, 0 },
+		{ "GET", "/generate", NULL, 0, 401, 0 },
+		{ "POST", "/generate", "Bearer sk-right", 0, 200, 1 },
+		{ "POST", "/generate", NULL, 1, 200, 1 },
+		{ "OPTIONS", "/stream", NULL, 0, 204, 0 },
+		{ "OPTIONS", "/generate", NULL, 0, 204, 0 },
+		{ "GET", "/nope", NULL, 0, 404, 0 },
 	};
+	static const char *const gen = "{\"prompt\":\"k\",\"max_tokens\":1}";
 	size_t k;
 
 	(void)unused;
@@ -326,25 +345,29 @@ test_api_key(void **unused)
 		struct fake_server fs;
 		struct fake_conn fc;
 		struct response r;
+		int v1 = strncmp(cases[k].uri, "/v1/", 4) == 0;
 
 		server_defaults(&fs);
 		fs.opt.api_key = "sk-right";
+		fs.opt.open_lab = cases[k].open_lab;
 		server_start(&fs);
-		fake_open(&fc, &fs, cases[k].method, cases[k].uri, NULL);
+		fake_open(&fc, &fs, cases[k].method, cases[k].uri,
+		    strcmp(cases[k].method, "POST") == 0 ? gen : NULL);
 		if (cases[k].auth != NULL)
 			fake_set(&fc, "HTTP_AUTHORIZATION", cases[k].auth);
 		exchange(&fs, &fc, &r);
 		if (cases[k].status == 401) {
-			assert_error(&r, 401, "invalid_request_error",
-			    "invalid_api_key", 1);
+			assert_int_equal(r.status, 401);
+			if (strcmp(cases[k].method, "HEAD") != 0)
+				assert_error(&r, 401, "invalid_request_error",
+				    "invalid_api_key", v1);
 			assert_header(&r, "WWW-Authenticate", "Bearer");
 			assert_header(&r, "Access-Control-Allow-Origin", "*");
 		} else {
 			assert_int_equal(r.status, cases[k].status);
 		}
 		assert_int_equal(state_total_streams(fs.srv.state),
-		    cases[k].status == 200 &&
-		    strncmp(cases[k].uri, "/stream", 7) == 0);
+		    cases[k].streams);
 		fake_close(&fc);
 		server_down(&fs);
 	}

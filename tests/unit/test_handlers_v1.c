@@ -1147,6 +1147,79 @@ test_responses_bad_requests(void **unused)
 	}
 }
 
+/* X-Tokstream-Failure: refused (400 failure_header_disabled, OpenAI's
+ * shape, nothing generated) unless --allow-failure-header, whatever its
+ * value; an empty header is no header; the seeded draw
+ * (--failure-injection-rate) needs no option. */
+static void
+test_v1_failure_header(void **unused)
+{
+	static const struct {
+		const char *header;      /* NULL: none */
+		int allow;               /* --allow-failure-header */
+		double rate;             /* --failure-injection-rate / 100 */
+		int status;
+		const char *type, *code; /* NULL: a 200 */
+	} cases[] = {
+		{ "rate_limit", 0, 0.0, 400, "invalid_request_error",
+		    "failure_header_disabled" },
+		{ "none", 0, 0.0, 400, "invalid_request_error",
+		    "failure_header_disabled" },
+		{ "sometimes", 0, 0.0, 400, "invalid_request_error",
+		    "failure_header_disabled" },
+		{ "none", 0, 1.0, 400, "invalid_request_error",
+		    "failure_header_disabled" },
+		{ "", 0, 0.0, 200, NULL, NULL },
+		{ NULL, 0, 1.0, 503, "server_error", "overloaded" },
+		{ "rate_limit", 1, 0.0, 429, "requests",
+		    "rate_limit_exceeded" },
+		{ "none", 1, 1.0, 200, NULL, NULL },
+		{ "sometimes", 1, 0.0, 400, "invalid_request_error",
+		    "invalid_value" },
+	};
+	size_t k;
+
+	(void)unused;
+	for (k = 0; k < NELEM(cases); k++) {
+		struct v1_req q = { OPENAI_CHAT, "hi", 3, 0, 0, { NULL }, 0,
+		    -1 };
+		struct fake_server fs;
+		struct fake_conn fc;
+		struct response r;
+		char *body = v1_body(&q);
+
+		server_defaults(&fs);
+		inject_config_defaults(&fs.opt.inject);
+		fs.opt.inject.rate = cases[k].rate;
+		fs.opt.inject.types = INJECT_BIT(INJECT_OVERLOADED);
+		fs.opt.allow_failure_header = cases[k].allow;
+		server_start(&fs);
+		fake_open(&fc, &fs, "POST", v1_uri(q.kind), body);
+		if (cases[k].header != NULL)
+			fake_set(&fc, INJECT_HEADER_PARAM, cases[k].header);
+		exchange(&fs, &fc, &r);
+		if (cases[k].code != NULL) {
+			assert_error(&r, cases[k].status, cases[k].type,
+			    cases[k].code, 1);
+			assert_int_equal(state_total_streams(fs.srv.state), 0);
+		} else {
+			assert_int_equal(r.status, 200);
+			assert_int_equal(state_total_streams(fs.srv.state), 1);
+		}
+		if (strcmp(cases[k].code != NULL ? cases[k].code : "",
+		    "failure_header_disabled") == 0) {
+			json_t *o = body_json(&r);
+
+			assert_non_null(strstr(jstr(o, "error.message"),
+			    "--allow-failure-header"));
+			json_decref(o);
+		}
+		fake_close(&fc);
+		server_down(&fs);
+		free(body);
+	}
+}
+
 int
 main(void)
 {
@@ -1156,6 +1229,7 @@ main(void)
 		cmocka_unit_test(test_v1_answer_matches_stream),
 		cmocka_unit_test(test_v1_stop_strings),
 		cmocka_unit_test(test_v1_injected_error),
+		cmocka_unit_test(test_v1_failure_header),
 		cmocka_unit_test(test_v1_bad_requests),
 		cmocka_unit_test(test_error_after_commit),
 		cmocka_unit_test(test_v1_models),
