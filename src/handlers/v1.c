@@ -622,7 +622,10 @@ v1_choice_seed(uint64_t base, uint32_t k)
 }
 
 /* Timeout injection: how long the request is held silent before its
- * connection closes with no answer (OpenAI's SDKs give up after 600 s). */
+ * connection closes with no answer (OpenAI's SDKs give up after 600 s).
+ * It holds a connection, not a slot: behind lighttpd a client that leaves
+ * a silent request is not noticed (lighttpd sees a FIN only when it
+ * writes), so the connection stays until then. */
 #define V1_INJECT_TIMEOUT_MS 600000.0
 
 /*
@@ -632,8 +635,8 @@ v1_choice_seed(uint64_t base, uint32_t k)
  * request that carries one (not empty) is a 400 failure_header_disabled.
  * Answers an HTTP failure itself (returns 1); for the others adjusts the
  * job (midstream_error: error_after K; midstream_cut: K tokens then a
- * silent end, counted as an error; timeout: a silent prefill of
- * V1_INJECT_TIMEOUT_MS) and
+ * silent end, counted as an error; timeout: sequences that end at once
+ * with an error, the connection held silent for V1_INJECT_TIMEOUT_MS) and
  * returns 0. Counted in tokstream:injected_failures_total{type}.
  */
 static int
@@ -703,9 +706,14 @@ v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
 		vr->silent = V1_SILENT_END;   /* after the tokens, nothing */
 		break;
 	case INJECT_TIMEOUT:
-		job->prefill_ms = V1_INJECT_TIMEOUT_MS;
+		/* its sequences end before a first token (an injected error
+		 * at once, no prefill), so no slot is held, whether or not
+		 * the client stays; the relay holds the connection open and
+		 * silent (relay_hold, v1_start) */
+		job->prefill_ms = 0.0;
 		job->prefill_per_token_ms = 0.0;
 		job->max_tokens = 1;
+		job->error_after = 0;
 		vr->silent = V1_SILENT_ALL;
 		break;
 	default:
@@ -985,6 +993,9 @@ v1_start(struct server *srv, struct reply *rp, enum openai_kind kind,
 	    vj->job.nstop, v1_ops(vr, kind), vr);
 	for (k = 1; k < vr->n; k++)
 		(void)relay_add_choice(&vr->relay, vr->ch[k].seq);
+	if (vr->silent == V1_SILENT_ALL)
+		relay_hold(&vr->relay, rp->t0 +
+		    ts_ms_to_ns(V1_INJECT_TIMEOUT_MS));
 	server_stream(srv, rp->conn, &vr->relay);
 	return 0;
 }

@@ -72,6 +72,7 @@ struct io_conn {
 	int fd;
 	int64_t blocked_since;        /* 0: not waiting for room */
 	int64_t ka_deadline;          /* INT64_MAX: not on the list */
+	int64_t hold_deadline;        /* INT64_MAX: not on the holds */
 	int epout;                    /* EPOLLOUT is registered */
 	int ended;                    /* the relay's end is in out */
 	int written;                  /* bytes went out since relay_pump */
@@ -81,6 +82,7 @@ struct io_conn {
 	uint64_t news_pass;           /* take_news pass that queued it */
 	struct io_conn *ka_prev, *ka_next;  /* keep-alives, by deadline */
 	struct io_conn *st_prev, *st_next;  /* stalls, by blocked_since */
+	struct io_conn *ho_prev, *ho_next;  /* holds, by hold_deadline */
 	struct io_conn *next;         /* inbox, or the closed list */
 };
 
@@ -99,6 +101,7 @@ struct io_thread {
 	struct io_conn *inbox;        /* handed over, newest first */
 	struct io_list ka;            /* streams with a keep-alive clock */
 	struct io_list stalls;        /* streams waiting for room */
+	struct io_list holds;         /* held responses (relay_hold) */
 	struct io_conn *closed;       /* to free after this pass */
 	atomic_int nconns;
 	struct io_conn **pump;        /* take_news: the streams to pump */
@@ -183,6 +186,46 @@ ka_update(struct io_conn *ic)
 		LIST_APPEND(&ic->t->ka, ic, ka_prev, ka_next);
 }
 
+/* Puts a held response (relay_hold) on the holds list by the time it may
+ * end, once: holds are rare and their deadlines almost always the
+ * latest, so the walk from the tail is short. */
+static void
+hold_update(struct io_conn *ic)
+{
+	struct io_thread *t = ic->t;
+	int64_t d = ic->closed ? INT64_MAX :
+	    relay_hold_deadline(ic->relay);
+	struct io_conn *p;
+
+	if (d == ic->hold_deadline)
+		return;
+	if (ic->hold_deadline != INT64_MAX)
+		LIST_REMOVE(&t->holds, ic, ho_prev, ho_next);
+	ic->hold_deadline = d;
+	if (d == INT64_MAX)
+		return;
+	for (p = t->holds.tail; p != NULL && p->hold_deadline > d;
+	    p = p->ho_prev)
+		;
+	if (p == NULL) {                /* the earliest: at the head */
+		ic->ho_prev = NULL;
+		ic->ho_next = t->holds.head;
+		if (t->holds.head != NULL)
+			t->holds.head->ho_prev = ic;
+		else
+			t->holds.tail = ic;
+		t->holds.head = ic;
+	} else {                        /* after p */
+		ic->ho_prev = p;
+		ic->ho_next = p->ho_next;
+		if (p->ho_next != NULL)
+			p->ho_next->ho_prev = ic;
+		else
+			t->holds.tail = ic;
+		p->ho_next = ic;
+	}
+}
+
 static void
 block(struct io_conn *ic, int64_t now)
 {
@@ -235,6 +278,7 @@ ic_close(struct io_conn *ic, int64_t now, enum engine_cause cause)
 	unblock(ic);
 	ic->closed = 1;
 	ka_update(ic);
+	hold_update(ic);
 	epoll_ctl(t->epfd, EPOLL_CTL_DEL, ic->fd, NULL);
 	ic->conn->io = NULL;
 	ic->conn->ops->finish(ic->conn);
@@ -328,6 +372,7 @@ ic_pump(struct io_conn *ic, int64_t now)
 	}
 	unblock(ic);
 	ka_update(ic);
+	hold_update(ic);
 }
 
 /* ---- the thread ------------------------------------------------------- */
@@ -432,8 +477,15 @@ run_timers(struct io_thread *t, int64_t now)
 		ic->ka_deadline = INT64_MAX;
 		ic_pump(ic, now);
 	}
+	while ((ic = t->holds.head) != NULL && ic->hold_deadline <= now) {
+		LIST_REMOVE(&t->holds, ic, ho_prev, ho_next);
+		ic->hold_deadline = INT64_MAX;
+		ic_pump(ic, now);
+	}
 	if (t->ka.head != NULL && t->ka.head->ka_deadline < next)
 		next = t->ka.head->ka_deadline;
+	if (t->holds.head != NULL && t->holds.head->hold_deadline < next)
+		next = t->holds.head->hold_deadline;
 	if ((ic = t->stalls.head) != NULL && t->io->stall_ns > 0 &&
 	    ic->blocked_since + t->io->stall_ns < next)
 		next = ic->blocked_since + t->io->stall_ns;
@@ -566,6 +618,7 @@ io_stream(struct io *io, struct conn *c, struct relay *r)
 	ic->relay = r;
 	ic->fd = c->ops->fd(c);
 	ic->ka_deadline = INT64_MAX;
+	ic->hold_deadline = INT64_MAX;
 	ts_buf_init(&ic->out, IO_OUT_MAX);
 	/* before the thread can see it: from the push on, c may be freed */
 	if (c->handed_off != NULL)

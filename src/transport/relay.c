@@ -169,6 +169,32 @@ pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
 	return RELAY_MORE;
 }
 
+/* A held response whose choices have all ended lets its sequences go
+ * (relay_hold): what its end needs of choice 0 is kept, without the ids
+ * the release frees. */
+static void
+relay_let_go(struct relay *r)
+{
+	struct engine_view v;
+	uint32_t i;
+
+	if (r->let_go)
+		return;
+	engine_seq_view(r->ch[0].seq, &v);
+	memset(&r->held_view, 0, sizeof(r->held_view));
+	r->held_view.produced = v.produced;
+	r->held_view.generated = v.generated;
+	r->held_view.finish = v.finish;
+	r->held_view.in_slot = v.in_slot;
+	r->held_view.cached_tokens = v.cached_tokens;
+	for (i = 0; i < r->nch; i++) {
+		engine_release(r->env.engine, r->ch[i].seq);
+		r->ch[i].seq = NULL;
+	}
+	r->seq = NULL;
+	r->let_go = 1;
+}
+
 enum relay_state
 relay_pump(struct relay *r, struct ts_buf *out, int64_t now)
 {
@@ -200,9 +226,15 @@ relay_pump(struct relay *r, struct ts_buf *out, int64_t now)
 		if (rc != TS_OK)
 			return relay_failed(r, rc);
 	}
+	if (left == 0 && now < r->hold_until) {
+		relay_let_go(r);
+		return RELAY_MORE;      /* held open (relay_hold) */
+	}
 	if (left == 0) {
 		r->ended = 1;
-		if (r->nch > 1 || v0.finish == ENGINE_FINISH_NONE)
+		if (r->let_go)
+			v0 = r->held_view;
+		else if (r->nch > 1 || v0.finish == ENGINE_FINISH_NONE)
 			engine_seq_view(r->ch[0].seq, &v0);
 		r->choice = 0;
 		rc = r->ops->end(r, out, v0.finish, &v0);
@@ -254,7 +286,8 @@ relay_flushed(struct relay *r, int64_t now)
 
 		c->delivered += c->unwritten;
 		c->unwritten = 0;
-		engine_delivered(c->seq, c->delivered);
+		if (c->seq != NULL)
+			engine_delivered(c->seq, c->delivered);
 	}
 	if (r->ended && r->ends_well) {
 		metrics_observe(m, METRICS_E2E, now - r->t0);
@@ -270,7 +303,9 @@ relay_gone(struct relay *r, int64_t now, enum engine_cause cause)
 	r->ended = 1;
 	r->ends_well = 0;
 	for (i = 0; i < r->nch; i++)
-		engine_cancel(r->env.engine, r->ch[i].seq, now, cause);
+		if (r->ch[i].seq != NULL)       /* NULL: let go (held) */
+			engine_cancel(r->env.engine, r->ch[i].seq, now,
+			    cause);
 }
 
 enum engine_cause
@@ -286,6 +321,18 @@ relay_deadline(const struct relay *r)
 	if (r->keepalive_ns <= 0 || r->ended)
 		return INT64_MAX;
 	return r->last_write + r->keepalive_ns;
+}
+
+void
+relay_hold(struct relay *r, int64_t until)
+{
+	r->hold_until = until;
+}
+
+int64_t
+relay_hold_deadline(const struct relay *r)
+{
+	return r->hold_until > 0 && !r->ended ? r->hold_until : INT64_MAX;
 }
 
 void
@@ -333,6 +380,8 @@ relay_run(struct conn *c, struct relay *r)
 		if (st == RELAY_DONE)
 			break;
 		deadline = relay_deadline(r);
+		if (relay_hold_deadline(r) < deadline)
+			deadline = relay_hold_deadline(r);
 		if (deadline > now + RELAY_POLL_NS)
 			deadline = now + RELAY_POLL_NS;
 		if (c->ops->wait(c, deadline) != TS_OK) {

@@ -135,6 +135,11 @@ struct relay {
 	int ends_well;                /* ... and is a complete answer */
 	enum ts_err fail;             /* what the op that failed returned
 				       * (RELAY_FAIL), else TS_OK */
+	int64_t hold_until;           /* relay_hold's: 0 none */
+	int let_go;                   /* held, every choice ended: the
+				       * sequences are released (ch[].seq
+				       * and seq NULL), held_view kept */
+	struct engine_view held_view; /* choice 0's end, without its ids */
 };
 
 /*
@@ -184,6 +189,24 @@ enum engine_cause relay_fail_cause(const struct relay *r);
 /* When relay_pump has something to do without news: the next keep-alive,
  * or INT64_MAX. */
 int64_t relay_deadline(const struct relay *r);
+
+/*
+ * Holds the response open until `until` (ns, the relay's clock): its end
+ * is not encoded before then even when every choice has finished, so the
+ * connection stays open and silent (an injected timeout: its sequence
+ * ends at once, the client still waits). Once every choice has ended the
+ * relay releases their sequences (engine_release) instead of holding them
+ * to the end, so a hold costs no slot nor a place in admission's count of
+ * held streams. Its end op then sees choice 0's view without token ids
+ * (produced, generated, finish). Called after relay_init, before the
+ * relay is driven.
+ */
+void relay_hold(struct relay *r, int64_t until);
+
+/* When a held response (relay_hold) may end: its `until` while it is
+ * held, else INT64_MAX. Apart from relay_deadline: keep-alive deadlines
+ * are the last write plus one constant interval, a hold's is not. */
+int64_t relay_hold_deadline(const struct relay *r);
 
 /* Releases the sequence and frees the encoder's state. */
 void relay_finish(struct relay *r);

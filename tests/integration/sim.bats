@@ -245,6 +245,40 @@ metric() {
 	[ $((f1 - f0)) -le 8 ]
 }
 
+@test "an injected timeout holds a connection, not a slot: 40 silent requests of n = 2 beside 64 slots leave every slot free, a normal request answers at once" {
+	local d=$BATS_TEST_TMPDIR i pids=""
+	local body='{"model":"tokstream-sim","n":2,"max_tokens":20,"messages":[{"role":"user","content":"wait"}]}'
+	for i in $(seq 1 40); do
+		curl -s -o "$d/t$i" -D "$d/th$i" --max-time 6 \
+			-H 'Content-Type: application/json' \
+			-H 'X-Tokstream-Failure: timeout' -d "$body" \
+			"$BASE/v1/chat/completions" &
+		pids="$pids $!"
+	done
+	# 80 sequences would fill the 64 slots; each ends before its first
+	# token, so none stays in a slot or counts as held
+	for i in $(seq 1 100); do
+		e=$(curl -s "$BASE/_debug/generated" | jq -c .engine)
+		[ "$(jq '.running + .waiting + .held' <<<"$e")" -eq 0 ] && break
+		sleep 0.05
+	done
+	echo "engine with 40 silent requests: $e"
+	[ "$(jq '.running + .waiting + .held' <<<"$e")" -eq 0 ]
+	[ "$(post '{"model":"tokstream-sim","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}' "$d/ok")" = 200 ]
+	# still silent: no byte, not even a head, until each client gives up
+	for i in $(seq 1 40); do
+		[ ! -s "$d/th$i" ]
+	done
+	rc=0
+	for p in $pids; do
+		wait "$p" || rc=$?
+		[ "$rc" -eq 28 ]
+	done
+	for i in $(seq 1 40); do
+		[ ! -s "$d/th$i" ] && [ ! -s "$d/t$i" ]
+	done
+}
+
 @test "failure injection by header: each type's status, body and headers; midstream errors and cuts after K tokens; a timeout answers nothing; /metrics counts each type" {
 	local d=$BATS_TEST_TMPDIR body='{"model":"tokstream-sim","max_tokens":20,"ignore_eos":true,"messages":[{"role":"user","content":"hi"}]}'
 	local sbody='{"model":"tokstream-sim","max_tokens":20,"ignore_eos":true,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
