@@ -49,6 +49,8 @@ relay_init(struct relay *r, const struct relay_env *env, struct reply *rp,
     const size_t stop_len[], size_t nstop, const struct relay_ops *ops,
     void *resp)
 {
+	size_t i;
+
 	memset(r, 0, sizeof(*r));
 	r->env = *env;
 	r->reply = rp;
@@ -60,16 +62,23 @@ relay_init(struct relay *r, const struct relay_env *env, struct reply *rp,
 	r->last_write = rp->t0;
 	r->keepalive_ns = ops->keepalive != NULL ?
 	    ts_ms_to_ns(env->keepalive_ms) : 0;
-	r->stop = stop;
-	r->stop_len = stop_len;
-	r->nstop = nstop;
 	/* the longest token text, held back stop-string bytes and U+FFFD
 	 * repairs fit many times over */
 	ts_buf_init(&r->piece, 64 * 1024);
 	r->ch = xcalloc(1, sizeof(*r->ch));
 	r->nch = 1;
 	r->ch[0].seq = s;
-	return release_init(&r->ch[0].rel, stop, stop_len, nstop);
+	if (nstop > STOP_MAX)
+		return TS_ELIMIT;
+	for (i = 0; i < nstop; i++) {
+		if (stop_len[i] > STOP_MAX_BYTES)
+			return TS_ELIMIT;
+		memcpy(r->stop[i], stop[i], stop_len[i]);
+		r->stop_p[i] = r->stop[i];
+		r->stop_len[i] = stop_len[i];
+	}
+	r->nstop = nstop;
+	return release_init(&r->ch[0].rel, r->stop_p, r->stop_len, nstop);
 }
 
 enum ts_err
@@ -84,7 +93,7 @@ relay_add_choice(struct relay *r, struct engine_seq *s)
 	memset(c, 0, sizeof(*c));
 	c->seq = s;
 	r->nch++;
-	return release_init(&c->rel, r->stop, r->stop_len, r->nstop);
+	return release_init(&c->rel, r->stop_p, r->stop_len, r->nstop);
 }
 
 void

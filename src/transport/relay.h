@@ -119,8 +119,11 @@ struct relay {
 	struct relay_choice *ch;      /* nch choices, in index order */
 	uint32_t nch;
 	uint32_t choice;              /* the choice ops->token is called for */
-	const char *const *stop;      /* the stop strings, for more choices */
-	const size_t *stop_len;
+	char stop[STOP_MAX][STOP_MAX_BYTES]; /* the stop strings' bytes,
+				       * the relay's own copy (for more
+				       * choices) */
+	const char *stop_p[STOP_MAX]; /* stop[i], for release_init */
+	size_t stop_len[STOP_MAX];
 	size_t nstop;
 	struct ts_buf piece;          /* one token's released text */
 	uint32_t start_index;
@@ -144,11 +147,12 @@ struct relay {
 
 /*
  * Starts relaying sequence s (held: relay_finish releases it) for the
- * request rp with the encoder ops/resp, in env (copied). The stop strings are the
- * request's (copied), for the detokenizer; the arrays must stay valid
- * until the last relay_add_choice. TS_EINVAL for stop strings
- * text/release.h refuses (the engine took them, so this does not
- * happen).
+ * request rp with the encoder ops/resp, in env (copied). The stop strings
+ * (at most STOP_MAX of at most STOP_MAX_BYTES, text/stop.h) are copied
+ * into the relay, for the detokenizer of every choice: the caller's
+ * arrays need not outlive the call. TS_ELIMIT beyond those bounds,
+ * TS_EINVAL for stop strings text/release.h refuses (the engine took
+ * them, so neither happens).
  */
 enum ts_err relay_init(struct relay *r, const struct relay_env *env,
     struct reply *rp, struct engine_seq *s, uint32_t start_index,
@@ -157,8 +161,7 @@ enum ts_err relay_init(struct relay *r, const struct relay_env *env,
 
 /*
  * Adds sequence s as the next choice (index r->nch) of the response, with
- * the same stop strings (the caller's stop arrays must outlive the relay
- * then). TS_ELIMIT beyond RELAY_MAX_CHOICES. The relay holds s from now
+ * the same stop strings (the relay's copy). TS_ELIMIT beyond RELAY_MAX_CHOICES. The relay holds s from now
  * on as it holds the first.
  */
 enum ts_err relay_add_choice(struct relay *r, struct engine_seq *s);

@@ -627,6 +627,55 @@ setup(void **unused)
 	return 0;
 }
 
+/* The relay keeps its own copy of the stop strings: a caller's arrays (a
+ * handler's stack) may be gone when a later choice is added (n > 1). On
+ * the code before, relay_add_choice read the caller's arrays then. */
+static const struct relay_ops bare_ops = { 0 };
+
+static void
+test_relay_owns_stop_strings(void **unused)
+{
+	struct relay r;
+	struct relay_env env;
+	struct reply rp;
+	char s1[8], s2[8];
+	const char *stop[2];
+	size_t len[2];
+
+	(void)unused;
+	memset(&env, 0, sizeof(env));
+	memset(&rp, 0, sizeof(rp));
+	strcpy(s1, "END");
+	strcpy(s2, "\n\n");
+	stop[0] = s1;
+	stop[1] = s2;
+	len[0] = 3;
+	len[1] = 2;
+	assert_int_equal(relay_init(&r, &env, &rp, NULL, 0, stop, len, 2,
+	    &bare_ops, NULL), TS_OK);
+	/* the caller's strings and arrays are gone */
+	memset(s1, 'x', sizeof(s1));
+	memset(s2, 'x', sizeof(s2));
+	memset(stop, 0, sizeof(stop));
+	memset(len, 0, sizeof(len));
+	assert_int_equal(relay_add_choice(&r, NULL), TS_OK);
+	assert_int_equal(r.ch[1].rel.stop.n, 2);
+	assert_memory_equal(r.ch[1].rel.stop.str[0], "END", 3);
+	assert_memory_equal(r.ch[1].rel.stop.str[1], "\n\n", 2);
+	/* beyond text/stop.h's bounds: refused, not copied past them */
+	{
+		char big[STOP_MAX_BYTES + 1];
+		const char *b[1] = { big };
+		size_t bl[1] = { sizeof(big) };
+
+		memset(big, 'a', sizeof(big));
+		relay_finish(&r);
+		assert_int_equal(relay_init(&r, &env, &rp, NULL, 0, b, bl, 1,
+		    &bare_ops, NULL), TS_ELIMIT);
+	}
+	relay_finish(&r);
+}
+
 int
 main(void)
 {
@@ -637,6 +686,7 @@ main(void)
 		cmocka_unit_test(test_slow_reader_not_stalled),
 		cmocka_unit_test(test_encoder_failure_cause),
 		cmocka_unit_test(test_short_streams_handoff),
+		cmocka_unit_test(test_relay_owns_stop_strings),
 	};
 
 	/* the I/O threads run until the process exits, as in main.c */
