@@ -83,6 +83,8 @@ struct io_conn {
 	struct io_conn *ka_prev, *ka_next;  /* keep-alives, by deadline */
 	struct io_conn *st_prev, *st_next;  /* stalls, by blocked_since */
 	struct io_conn *ho_prev, *ho_next;  /* holds, by hold_deadline */
+	struct io_conn *rd_prev, *rd_next;  /* ready: a pump's backlog */
+	int on_ready;                 /* on the ready list */
 	struct io_conn *next;         /* inbox, or the closed list */
 };
 
@@ -102,6 +104,8 @@ struct io_thread {
 	struct io_list ka;            /* streams with a keep-alive clock */
 	struct io_list stalls;        /* streams waiting for room */
 	struct io_list holds;         /* held responses (relay_hold) */
+	struct io_list ready;         /* pumped to their budget with more
+				       * ready (relay_backlog) */
 	struct io_conn *closed;       /* to free after this pass */
 	atomic_int nconns;
 	struct io_conn **pump;        /* take_news: the streams to pump */
@@ -226,6 +230,23 @@ hold_update(struct io_conn *ic)
 	}
 }
 
+/* On the ready list while its relay has a backlog and nothing unsent
+ * (a stream waiting for room moves on EPOLLOUT). */
+static void
+ready_update(struct io_conn *ic)
+{
+	int want = !ic->closed && pending(ic) == 0 && !ic->ended &&
+	    relay_backlog(ic->relay);
+
+	if (want == ic->on_ready)
+		return;
+	if (want)
+		LIST_APPEND(&ic->t->ready, ic, rd_prev, rd_next);
+	else
+		LIST_REMOVE(&ic->t->ready, ic, rd_prev, rd_next);
+	ic->on_ready = want;
+}
+
 static void
 block(struct io_conn *ic, int64_t now)
 {
@@ -279,6 +300,7 @@ ic_close(struct io_conn *ic, int64_t now, enum engine_cause cause)
 	ic->closed = 1;
 	ka_update(ic);
 	hold_update(ic);
+	ready_update(ic);
 	epoll_ctl(t->epfd, EPOLL_CTL_DEL, ic->fd, NULL);
 	ic->conn->io = NULL;
 	ic->conn->ops->finish(ic->conn);
@@ -373,6 +395,7 @@ ic_pump(struct io_conn *ic, int64_t now)
 	unblock(ic);
 	ka_update(ic);
 	hold_update(ic);
+	ready_update(ic);
 }
 
 /* ---- the thread ------------------------------------------------------- */
@@ -494,6 +517,25 @@ run_timers(struct io_thread *t, int64_t now)
 	return (int)((next - now + 999999) / 1000000);
 }
 
+/* Pumps once each stream that stopped at its pump's budget with more
+ * ready (relay_backlog), in the order they got there; one that is still
+ * behind goes to the list's tail for the next pass, after the epoll
+ * events in between. Returns 1 when the list is not empty after. */
+static int
+run_ready(struct io_thread *t, int64_t now)
+{
+	struct io_conn *ic, *last = t->ready.tail;
+
+	while ((ic = t->ready.head) != NULL) {
+		LIST_REMOVE(&t->ready, ic, rd_prev, rd_next);
+		ic->on_ready = 0;
+		ic_pump(ic, now);
+		if (ic == last)
+			break;
+	}
+	return t->ready.head != NULL;
+}
+
 static void
 free_closed(struct io_thread *t)
 {
@@ -546,6 +588,8 @@ io_main(void *arg)
 			}
 		}
 		timeout = run_timers(t, t->io->now());
+		if (run_ready(t, t->io->now()))
+			timeout = 0;
 		free_closed(t);
 	}
 	return NULL;

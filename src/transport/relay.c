@@ -130,11 +130,12 @@ relay_failed(struct relay *r, enum ts_err rc)
  * RELAY_FAIL when encoding failed, RELAY_DONE when the client is gone. */
 static enum relay_state
 pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
-    struct engine_view *v, int *ended)
+    struct engine_view *v, int *ended, size_t out0)
 {
 	struct relay_choice *c = &r->ch[i];
 	enum ts_err rc;
 	int event;
+	uint32_t budget = RELAY_PUMP_TOKENS;
 
 	*ended = c->ended;
 	if (c->ended)
@@ -142,6 +143,10 @@ pump_choice(struct relay *r, struct ts_buf *out, uint32_t i,
 	r->choice = i;
 	engine_seq_view(c->seq, v);
 	while (c->sent < v->produced) {
+		if (budget-- == 0 || out->len - out0 >= RELAY_PUMP_BYTES) {
+			r->backlog = 1;         /* the rest next pump */
+			return RELAY_MORE;
+		}
 		release_id(r, &c->rel, v->ids[c->sent]);
 		event = 0;
 		rc = r->ops->token(r, out, r->start_index + c->sent,
@@ -212,13 +217,15 @@ relay_pump(struct relay *r, struct ts_buf *out, int64_t now)
 	enum ts_err rc;
 	uint32_t i, left = 0;
 	int ended, was;
+	size_t out0 = out->len;
 
 	if (r->ended)
 		return RELAY_DONE;
+	r->backlog = 0;
 	memset(&v0, 0, sizeof(v0));
 	for (i = 0; i < r->nch; i++) {
 		was = r->ch[i].ended;
-		st = pump_choice(r, out, i, &v, &ended);
+		st = pump_choice(r, out, i, &v, &ended, out0);
 		if (st == RELAY_DONE)
 			r->ended = 1;
 		if (st != RELAY_MORE)
@@ -332,6 +339,12 @@ relay_deadline(const struct relay *r)
 	return r->last_write + r->keepalive_ns;
 }
 
+int
+relay_backlog(const struct relay *r)
+{
+	return r->backlog && !r->ended;
+}
+
 void
 relay_hold(struct relay *r, int64_t until)
 {
@@ -388,6 +401,8 @@ relay_run(struct conn *c, struct relay *r)
 		}
 		if (st == RELAY_DONE)
 			break;
+		if (relay_backlog(r))
+			continue;       /* more is ready: no wait */
 		deadline = relay_deadline(r);
 		if (relay_hold_deadline(r) < deadline)
 			deadline = relay_hold_deadline(r);

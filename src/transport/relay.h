@@ -138,6 +138,8 @@ struct relay {
 	int ends_well;                /* ... and is a complete answer */
 	enum ts_err fail;             /* what the op that failed returned
 				       * (RELAY_FAIL), else TS_OK */
+	int backlog;                  /* the last relay_pump stopped at its
+				       * budget with more ready */
 	int64_t hold_until;           /* relay_hold's: 0 none */
 	int let_go;                   /* held, every choice ended: the
 				       * sequences are released (ch[].seq
@@ -161,7 +163,8 @@ enum ts_err relay_init(struct relay *r, const struct relay_env *env,
 
 /*
  * Adds sequence s as the next choice (index r->nch) of the response, with
- * the same stop strings (the relay's copy). TS_ELIMIT beyond RELAY_MAX_CHOICES. The relay holds s from now
+ * the same stop strings (the relay's copy). TS_ELIMIT beyond
+ * RELAY_MAX_CHOICES. The relay holds s from now
  * on as it holds the first.
  */
 enum ts_err relay_add_choice(struct relay *r, struct engine_seq *s);
@@ -169,10 +172,27 @@ enum ts_err relay_add_choice(struct relay *r, struct engine_seq *s);
 /* Names the listener that hears of every choice's news. */
 void relay_listen(struct relay *r, struct engine_listener *l);
 
-/* Appends to out what is ready at `now`: tokens, a keep-alive when one is
- * due, the end. */
+/*
+ * A pump's budget: per choice at most RELAY_PUMP_TOKENS tokens, and no
+ * more tokens once RELAY_PUMP_BYTES were appended to out in this pump. A
+ * relay that is behind (a late I/O thread, a client that was slow)
+ * catches up over several pumps, each bounded, with its driver's other
+ * streams pumped in between, not in one pump of up to max_tokens tokens
+ * with their logprobs.
+ */
+#define RELAY_PUMP_TOKENS 256u
+#define RELAY_PUMP_BYTES (64u * 1024u)
+
+/* Appends to out what is ready at `now`, within the pump's budget:
+ * tokens, a keep-alive when one is due, the end. relay_backlog says
+ * whether it stopped at the budget. */
 enum relay_state relay_pump(struct relay *r, struct ts_buf *out,
     int64_t now);
+
+/* 1 when the last relay_pump stopped at its budget with tokens still
+ * ready: the driver pumps again once out is written, without waiting for
+ * news (none may come: the sequence may have finished). */
+int relay_backlog(const struct relay *r);
 
 /* The bytes relay_pump gave were written at `now`. */
 void relay_flushed(struct relay *r, int64_t now);

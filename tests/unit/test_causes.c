@@ -388,6 +388,83 @@ test_relay_run_failure_cause(void **unused)
 	}
 }
 
+/* ---- a relay that is behind: bounded pumps ------------------------------- */
+
+struct sized {
+	size_t bytes;                 /* per token event */
+	uint32_t tokens;
+};
+
+static enum ts_err
+sized_token(struct relay *r, struct ts_buf *out, uint32_t index,
+    const char *text, size_t len, int *event)
+{
+	struct sized *z = r->resp;
+	char ev[512];
+
+	(void)index;
+	(void)text;
+	(void)len;
+	z->tokens++;
+	*event = 1;
+	memset(ev, 'e', z->bytes);
+	return ts_buf_append(out, ev, z->bytes);
+}
+
+static const struct relay_ops sized_ops = {
+	.token = sized_token, .end = failing_end, .tokens_reach_client = 1,
+};
+
+/* 2,000 tokens produced before the relay pumps once (a late relay): they
+ * go out over several pumps of RELAY_PUMP_TOKENS tokens (2-byte events)
+ * or RELAY_PUMP_BYTES bytes (300-byte events), not in one; every token
+ * and the end arrive. On the code before, one write of all of them. */
+static void
+test_relay_pump_budget(void **unused)
+{
+	static const size_t sizes[] = { 2, 300 };
+	size_t k;
+
+	(void)unused;
+	for (k = 0; k < NELEM(sizes); k++) {
+		struct fake_server fs;
+		struct fake_conn fc;
+		struct engine_request r;
+		struct engine_seq *s;
+		struct relay rl;
+		struct reply rp;
+		struct relay_env env;
+		struct sized z = { sizes[k], 0 };
+		unsigned want;
+
+		server_up_as(&fs, SIM);
+		fake_open(&fc, &fs, "GET", "/stream", NULL);
+		lab_job(&r);
+		r.max_tokens = 2000;
+		r.sampling.ignore_eos = 1;
+		assert_int_equal(engine_submit(fs.srv.engine, &r, &s), TS_OK);
+		engine_drain(fs.srv.engine);    /* all 2,000 produced */
+		memset(&rp, 0, sizeof(rp));
+		rp.conn = &fc.c;
+		rp.id_prefix = "";
+		rp.t0 = clock_ns;
+		env = server_relay_env(&fs.srv);
+		assert_int_equal(relay_init(&rl, &env, &rp, s, 0, NULL, NULL,
+		    0, &sized_ops, &z), TS_OK);
+		relay_run(&fc.c, &rl);
+		assert_int_equal(z.tokens, 2000);
+		assert_int_equal(fc.out.len, 2000 * sizes[k] + 4);
+		assert_memory_equal(fc.out.p + fc.out.len - 4, "end\n", 4);
+		/* pumps of at most the budget: at least this many writes */
+		want = sizes[k] * RELAY_PUMP_TOKENS < RELAY_PUMP_BYTES ?
+		    2000 / RELAY_PUMP_TOKENS :
+		    (unsigned)(2000 * sizes[k] / (RELAY_PUMP_BYTES + sizes[k]));
+		assert_true(fc.nwrites >= want);
+		fake_close(&fc);
+		server_down(&fs);
+	}
+}
+
 /* ---- handlers whose answer outgrows its buffer -------------------------- */
 
 /* A /v1/responses stream and a POST /generate on the WORDY backend: the
@@ -442,6 +519,7 @@ main(void)
 		cmocka_unit_test(test_shutdown_refusal),
 		cmocka_unit_test(test_relay_run_failure_cause),
 		cmocka_unit_test(test_output_cap_recorded),
+		cmocka_unit_test(test_relay_pump_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
