@@ -25,12 +25,16 @@
  * per token: the engine publishes ids[i] and then stores produced with
  * release order, the relay loads produced with acquire. News reaches a
  * relay through its listener (engine.h): a lock-free stack of sequences,
- * and one wake-up per listener per pass of the loop.
+ * and one wake-up per listener per pass of the loop. Other threads take
+ * the lock through engine_lock, and an engine thread that runs behind
+ * hands it to them between passes (engine_hand_off): glibc's mutex is
+ * not fair.
  */
 #define _GNU_SOURCE
 #include "engine/engine.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -96,6 +100,7 @@ struct engine {
 	struct engine_hooks hooks;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
+	atomic_uint lockers;            /* other threads in engine_lock */
 	pthread_t thread;
 	int has_thread;
 	int quit;
@@ -325,6 +330,44 @@ heap_remove(struct engine *e, struct engine_seq *s)
 		heap_down(e, i);
 		heap_up(e, i);
 	}
+}
+
+/* ---- the lock ------------------------------------------------------- */
+
+/* How many times the engine thread yields, between two passes, to
+ * threads waiting for its lock (engine_lock) before it takes the lock
+ * back anyway: new arrivals cannot hold it off for ever. */
+#define ENGINE_YIELDS 64
+
+/* The lock, for any thread but the engine's own: counted in e->lockers
+ * while it waits, so the engine thread can hand the lock over between
+ * passes (engine_main). */
+static void
+engine_lock(struct engine *e)
+{
+	atomic_fetch_add_explicit(&e->lockers, 1, memory_order_relaxed);
+	pthread_mutex_lock(&e->mu);
+	atomic_fetch_sub_explicit(&e->lockers, 1, memory_order_relaxed);
+}
+
+/*
+ * Between two passes of an engine thread that runs behind: a fair
+ * hand-off. glibc's mutexes are not fair: an unlock followed by a lock on
+ * the same thread wins the lock back before a waiter that was woken runs,
+ * so engine_submit, engine_cancel and engine_release could wait through
+ * many passes. While a thread waits in engine_lock, the engine thread
+ * yields (at most ENGINE_YIELDS times) until that thread has it.
+ */
+static void
+engine_hand_off(struct engine *e)
+{
+	int i;
+
+	pthread_mutex_unlock(&e->mu);
+	for (i = 0; i < ENGINE_YIELDS &&
+	    atomic_load_explicit(&e->lockers, memory_order_relaxed) > 0; i++)
+		sched_yield();
+	pthread_mutex_lock(&e->mu);
 }
 
 /* ---- sequences ------------------------------------------------------- */
@@ -912,7 +955,7 @@ engine_advance(struct engine *e, int64_t now)
 {
 	int64_t t;
 
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	t = advance_locked(e, now);
 	pthread_mutex_unlock(&e->mu);
 	return t;
@@ -931,9 +974,8 @@ engine_main(void *arg)
 		int64_t next = advance_locked(e, now);
 
 		if (next <= now) {
-			/* more is due: let relays in between passes */
-			pthread_mutex_unlock(&e->mu);
-			pthread_mutex_lock(&e->mu);
+			/* more is due: let others in between passes */
+			engine_hand_off(e);
 		} else if (next == INT64_MAX) {
 			pthread_cond_wait(&e->cv, &e->mu);
 		} else {
@@ -1023,7 +1065,7 @@ engine_destroy(struct engine *e)
 {
 	if (e == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	e->quit = 1;
 	pthread_cond_signal(&e->cv);
 	pthread_mutex_unlock(&e->mu);
@@ -1162,7 +1204,7 @@ engine_submit(struct engine *e, const struct engine_request *r,
 			    s->req.prompt, r->prompt_len, s->prompt_ids, n);
 		}
 	}
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	if (e->stopping) {
 		pthread_mutex_unlock(&e->mu);
 		seq_free(e, s);
@@ -1197,7 +1239,7 @@ void
 engine_seq_listen(struct engine *e, struct engine_seq *s,
     struct engine_listener *l)
 {
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	s->req.listener = l;
 	news(e, s);
 	wake_listeners(e);
@@ -1241,7 +1283,7 @@ void
 engine_cancel(struct engine *e, struct engine_seq *s, int64_t now_ns,
     enum engine_cause cause)
 {
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	if (!s->cancel) {
 		s->cancel = 1;
 		s->cause = cause;
@@ -1256,7 +1298,7 @@ engine_release(struct engine *e, struct engine_seq *s)
 {
 	if (s == NULL)
 		return;
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	e->nheld--;
 	s->relay_held = 0;
 	atomic_fetch_or(&s->list_flags, SEQ_GONE);
@@ -1270,7 +1312,7 @@ engine_shutdown(struct engine *e)
 {
 	int64_t now = engine_now_ns();
 
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	e->stopping = 1;
 	/* With a thread, it ends the sequences itself (it may be computing
 	 * a step with the lock released); without one, now. */
@@ -1283,7 +1325,7 @@ engine_shutdown(struct engine *e)
 void
 engine_stats(struct engine *e, struct engine_stats *out)
 {
-	pthread_mutex_lock(&e->mu);
+	engine_lock(e);
 	out->running = e->nslots;
 	out->waiting = e->nwaiting;
 	out->held = e->nheld;

@@ -21,9 +21,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "engine/engine.h"
 #include "text/release.h"
@@ -758,6 +761,82 @@ test_cancel_own_cadence_frees_slot_at_once(void **unused)
 	engine_destroy(e);
 }
 
+/* A backend whose decode step takes 3 ms of CPU under the engine's lock
+ * (the simulator's step, then a busy wait), at a 1 ms TPOT: the engine
+ * thread is always behind, so it ends a pass and starts the next one at
+ * once. Its steps are counted. */
+static enum ts_err (*slow_inner)(void *, void *const *, size_t, uint32_t *);
+static atomic_uint slow_steps;
+
+static enum ts_err
+slow_step(void *impl, void *const *seqs, size_t n, uint32_t *ids)
+{
+	struct timespec t0, t;
+	enum ts_err rc = slow_inner(impl, seqs, n, ids);
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000LL +
+	    (t.tv_nsec - t0.tv_nsec) < 3 * MS);
+	atomic_fetch_add(&slow_steps, 1);
+	return rc;
+}
+
+/* A thread that asks for the engine's lock (engine_stats, engine_cancel)
+ * while the engine thread runs behind gets it between two passes (the
+ * hand-off, engine_hand_off), not after the many a glibc mutex's
+ * unlock-then-lock lets the engine thread win. Counted in steps, not
+ * timed. Without the hand-off, 200 tries saw a wait over one step in 5
+ * of 6 runs, the longest 3 to 49 steps; with it none over one step in
+ * any run. The bound of 8 steps leaves room for a loaded machine that
+ * deschedules this thread, so the test catches the long starvations
+ * (11, 12, 44, 49 steps seen), not every one. */
+static void
+test_lock_handed_off_between_passes(void **unused)
+{
+	struct engine_config cfg;
+	struct engine_backend be;
+	struct engine *e;
+	struct engine_request r;
+	struct engine_seq *s;
+	struct engine_stats st;
+	unsigned worst = 0, over = 0, i, before, waited;
+
+	(void)unused;
+	sim_backend(&be);
+	slow_inner = be.step;
+	be.step = slow_step;
+	atomic_store(&slow_steps, 0);
+	engine_config_defaults(&cfg);
+	cfg.max_num_seqs = 4;
+	cfg.lat.tpot_ms = 1;
+	assert_int_equal(engine_create(&e, &cfg, &be, NULL), TS_OK);
+	lab_request(&r, "behind", 8000, 0);
+	r.sampling.ignore_eos = 1;
+	r.t0_ns = engine_now_ns();
+	assert_int_equal(engine_submit(e, &r, &s), TS_OK);
+	while (atomic_load(&slow_steps) < 5)
+		sched_yield();
+	for (i = 0; i < 200; i++) {
+		before = atomic_load(&slow_steps);
+		engine_stats(e, &st);
+		waited = atomic_load(&slow_steps) - before;
+		if (waited > worst)
+			worst = waited;
+		if (waited > 1)
+			over++;
+	}
+	print_message("steps while engine_stats waited: %u of 200 over 1, "
+	    "at most %u\n", over, worst);
+	assert_true(worst <= 8);
+	before = atomic_load(&slow_steps);
+	engine_cancel(e, s, engine_now_ns(), ENGINE_CAUSE_CLIENT_GONE);
+	assert_true(atomic_load(&slow_steps) - before <= 3);
+	engine_release(e, s);
+	engine_destroy(e);
+}
+
 /* A tpot_ms 0 request (taken as ENGINE_MIN_TPOT_MS) beside a stream at
  * the server's TPOT: the stream's gaps stay one step, each engine pass
  * runs at most one step, and a cancel still acts at the next boundary. */
@@ -1454,6 +1533,7 @@ main(void)
 		cmocka_unit_test(test_prefill_model),
 		cmocka_unit_test(test_first_token_on_boundary_gap_one_step),
 		cmocka_unit_test(test_cancel_own_cadence_frees_slot_at_once),
+		cmocka_unit_test(test_lock_handed_off_between_passes),
 		cmocka_unit_test(test_tpot_zero_beside_a_stream),
 		cmocka_unit_test(test_held_streams_count_for_429),
 		cmocka_unit_test(test_physical_eos_ends_with_stop),
