@@ -410,12 +410,16 @@ cmd_load_run(const struct load_opts *o)
 
 	if (load_drive_init(&run.drive) != TS_OK)
 		goto out;
+	/* the key, on every endpoint (a server started with --api-key
+	 * wants it on the lab's /stream too) */
+	if (o->api_key != NULL) {
+		run.auth = xmalloc(strlen(o->api_key) + 32);
+		sprintf(run.auth, "Authorization: Bearer %s", o->api_key);
+		if (o->endpoint == LOAD_EP_STREAM &&
+		    load_drive_header(&run.drive, run.auth) != TS_OK)
+			goto out;
+	}
 	if (o->endpoint != LOAD_EP_STREAM) {
-		if (o->api_key != NULL) {
-			run.auth = xmalloc(strlen(o->api_key) + 32);
-			sprintf(run.auth, "Authorization: Bearer %s",
-			    o->api_key);
-		}
 		run.model = o->model != NULL ? xstrndup(o->model, strlen(o->model)) :
 		    cmd_load_first_model(&run);
 		if (run.model == NULL ||

@@ -74,7 +74,7 @@ static const char load_opts_usage[] =
     "                            from the usage chunk (vllm bench serve)\n"
     "      --model NAME          the /v1 model (default: the first id of\n"
     "                            GET /v1/models)\n"
-    "      --api-key KEY         send Authorization: Bearer KEY (/v1)\n"
+    "      --api-key KEY         send Authorization: Bearer KEY\n"
     "      --ignore-eos          send \"ignore_eos\":true (vLLM's extension:\n"
     "                            every request runs to its max_tokens)\n"
     "Report:\n"
@@ -349,9 +349,9 @@ load_opts_parse(int argc, char **argv, struct load_opts *o)
 		    "largest --output-tokens %ld: no request would hang up",
 		    t->abandon.after_tokens, t->output.max);
 	if (o->endpoint == LOAD_EP_STREAM && (o->model != NULL ||
-	    o->api_key != NULL || o->ignore_eos))
-		return msg_usage("load", "--model, --api-key and --ignore-eos "
-		    "are for the /v1 endpoints (--endpoint)");
+	    o->ignore_eos))
+		return msg_usage("load", "--model and --ignore-eos are for the "
+		    "/v1 endpoints (--endpoint)");
 	o->url = opts_base_url(url);
 	return -1;
 }

@@ -112,6 +112,18 @@ CHAT='{"model":"tokstream-sim","max_tokens":3,"messages":[{"role":"user","conten
 	[ "$(generated "$BASE")" = "$g0" ]
 }
 
+@test "tokbench load against a keyed server's /stream: --api-key sends the key and every stream completes; without it every request is a 401 failure" {
+	d=$BATS_TEST_TMPDIR
+	run "$TOKBENCH" load --url "$BASE" --api-key "$KEY" --concurrency 4 \
+		--requests 8 --output-tokens 5 --json "$d/k.json" --quiet
+	echo "$output"
+	[ "$status" -eq 0 ]
+	jq -e '.completed == 8 and .failed == 0 and .total_output_tokens == 40' "$d/k.json"
+	run "$TOKBENCH" load --url "$BASE" --concurrency 4 --requests 4 \
+		--output-tokens 5 --json "$d/n.json" --quiet
+	jq -e '.completed == 0 and .failures.http_401 == 4' "$d/n.json"
+}
+
 @test "--open-lab-endpoints: with a key, the lab endpoints need none; /v1 still does" {
 	other_server --api-key-file "$KEYFILE" --open-lab-endpoints
 	[ "$(curl -sS -N "$BASE2/stream?prompt=k&max_tokens=2" | grep -c '^data: {"token"')" -eq 2 ]

@@ -129,7 +129,7 @@ start_mini() {
 		.total_token_events == 9'
 }
 
-@test "--api-key: sent as Authorization: Bearer; a wrong key is a 401 failure with the server's message; a /v1 flag without --endpoint is a usage error" {
+@test "--api-key: sent as Authorization: Bearer; a wrong key is a 401 failure with the server's message; a /v1 flag (--model) without --endpoint is a usage error" {
 	need_node
 	start_mini sk-mini-key
 	d=$BATS_TEST_TMPDIR
@@ -145,7 +145,7 @@ start_mini() {
 		--model mini-model --api-key wrong --requests 2 --json "$d/w.json" --quiet
 	jqt "$d/w.json" '.completed == 0 and .failed == 2 and .failures.http_401 == 2 and .failures.http_other == 0'
 	[[ $(jq -r '.failure_examples.http_401' "$d/w.json") == *"HTTP 401"*"invalid_api_key"* ]]
-	run "$TOKBENCH" load --url "$BASE" --api-key x --requests 1
+	run "$TOKBENCH" load --url "$BASE" --model x --requests 1
 	[ "$status" -eq 2 ]
 	[[ $output == *"--endpoint"* ]]
 	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/embeddings --requests 1
