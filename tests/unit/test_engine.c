@@ -406,7 +406,7 @@ test_cancel_frees_slot_at_boundary(void **unused)
 	struct state_record rec;
 
 	(void)unused;
-	assert_int_equal(state_open_memory(&st), TS_OK);
+	assert_int_equal(state_open_memory(&st, STATE_HISTORY), TS_OK);
 	e = mk_engine(1, 4, st);
 	assert_int_equal(submit(e, &a, "a", 100, 40, 0), TS_OK);
 	assert_int_equal(submit(e, &b, "b", 2, 40, 0), TS_OK);
@@ -499,7 +499,7 @@ test_write_stall_cause(void **unused)
 	struct state_record rec;
 
 	(void)unused;
-	assert_int_equal(state_open_memory(&st), TS_OK);
+	assert_int_equal(state_open_memory(&st, STATE_HISTORY), TS_OK);
 	e = mk_engine(4, 4, st);
 	assert_int_equal(submit(e, &a, "stall", 8000, 40, 0), TS_OK);
 	run_until(e, 0, 100 * MS, ps, 1);
@@ -1272,7 +1272,7 @@ test_physical_gone_before_done(void **unused)
 		struct engine_view v;
 		struct state_record rec;
 
-		assert_int_equal(state_open_memory(&st), TS_OK);
+		assert_int_equal(state_open_memory(&st, STATE_HISTORY), TS_OK);
 		e = mk_physical_st(&sc, 1, 0, st);
 		assert_int_equal(submit_physical(e, "p", cases[k].max_tokens,
 		    stop, cases[k].nstop, &s), TS_OK);
