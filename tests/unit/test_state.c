@@ -160,7 +160,8 @@ test_across_processes(void **unused)
 		struct state *c = open_state();
 
 		for (i = 0; i < 50; i++) {
-			uint64_t id = begin_any(c, STATE_KIND_GENERATE, 3, 1, 0, 0, 0);
+			uint64_t id = begin_any(c, STATE_KIND_GENERATE, 3, 1,
+			    0, 0, 0);
 
 			state_add_generated(c, id, 3);
 			state_end(c, id, STATE_DONE);
