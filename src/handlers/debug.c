@@ -208,16 +208,17 @@ debug_generated(struct server *srv, struct reply *rp)
 	}
 	if (state_lookup(srv->state, id, &rec) != TS_OK) {
 		http_error_set(&err, 404, "not_found_error", "unknown_stream",
-		    id ? "no stream with id %s%llu is held (unknown or older "
-		    "than the last %u streams)" : "no stream has started yet",
-		    pre, id, STATE_CAPACITY);
+		    id ? "no stream with id %s%llu is held (unknown, older "
+		    "than the last %u ids, or run unrecorded)" :
+		    "no stream has started yet",
+		    pre, id, state_capacity(srv->state));
 		reply_error(rp, &err, NULL, 0);
 		return;
 	}
 	status = rec.owner_gone ? "error" : state_status_name(rec.status);
 	resume_request_id_format(idbuf, sizeof(idbuf), srv->opt->instance,
 	    rec.id);
-	obj = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I}",
+	obj = json_pack("{s:s,s:s,s:I,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 	    "id", idbuf,
 	    "kind", rec.kind == STATE_KIND_STREAM ? "stream" : "generate",
 	    "requested", (json_int_t)rec.requested,
@@ -228,7 +229,8 @@ debug_generated(struct server *srv, struct reply *rp)
 	    "started_ms", (json_int_t)rec.started_ms,
 	    "ended_ms", (json_int_t)rec.ended_ms,
 	    "total_generated", (json_int_t)state_total_generated(srv->state),
-	    "total_streams", (json_int_t)state_total_streams(srv->state));
+	    "total_streams", (json_int_t)state_total_streams(srv->state),
+	    "unrecorded_streams", (json_int_t)state_unrecorded(srv->state));
 	if (obj != NULL && rec.resume_index != 0) {
 		/* resumed_from: the stream resumed, as the state file
 		 * confirms it ("held"); null when the id named one it does

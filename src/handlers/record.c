@@ -5,6 +5,9 @@
  */
 #include "handlers/record.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "stores/metrics.h"
 #include "stores/state.h"
 #include "handlers/submit.h"
@@ -14,17 +17,31 @@ on_submit(void *ctx, const struct engine_request *r)
 {
 	struct record_ctx *rc = ctx;
 	const struct submit_record *rec = r->hook_arg;
+	struct state_start start;
 	uint64_t id;
 
 	if (rc->state == NULL)
 		return 0;
-	if (rec == NULL)
-		return state_begin(rc->state, STATE_KIND_STREAM, r->max_tokens,
-		    r->prompt_tokens, 0, r->start_index, 0);
-	id = state_begin(rc->state, rec->kind, r->max_tokens,
-	    r->prompt_tokens, rec->resumed_from, rec->resume_index, rec->key);
-	if (rec->from_instance != 0)
-		state_set_from_instance(rc->state, id, rec->from_instance);
+	memset(&start, 0, sizeof(start));
+	start.kind = STATE_KIND_STREAM;
+	start.requested = r->max_tokens;
+	start.prompt_tokens = r->prompt_tokens;
+	start.resume_index = r->start_index;
+	if (rec != NULL) {
+		start.kind = rec->kind;
+		start.resumed_from = rec->resumed_from;
+		start.resume_index = rec->resume_index;
+		start.key = rec->key;
+		start.from_instance = rec->from_instance;
+	}
+	if (state_begin(rc->state, &start, &id) != TS_OK &&
+	    !atomic_exchange(&rc->unrecorded_said, 1))
+		/* Once per process; /_debug/generated counts them all. */
+		fprintf(stderr, "tokstream-fcgi: every record of the state "
+		    "file that stream %llu could take holds a running stream "
+		    "(%u records): it runs unrecorded, and so may others "
+		    "(/_debug/generated counts them in unrecorded_streams)\n",
+		    (unsigned long long)id, state_capacity(rc->state));
 	return id;
 }
 

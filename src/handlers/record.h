@@ -7,6 +7,8 @@
 #ifndef TS_HANDLERS_RECORD_H
 #define TS_HANDLERS_RECORD_H
 
+#include <stdatomic.h>
+
 #include "engine/engine.h"
 
 struct metrics;
@@ -16,6 +18,8 @@ struct state;
 struct record_ctx {
 	struct state *state;       /* NULL: no records */
 	struct metrics *metrics;   /* NULL: no metrics */
+	atomic_int unrecorded_said; /* the log said a stream ran without a
+				     * record (once per process) */
 };
 
 /* Fills *h with hooks over *ctx. The on_submit hook opens the record

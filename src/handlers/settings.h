@@ -16,6 +16,10 @@
 #define OPTIONS_DEFAULT_KEEPALIVE_MS 1000.0
 #define OPTIONS_DEFAULT_WRITE_STALL_MS 30000.0
 
+/* --procs: responder processes sharing a state directory, at most (as
+ * many as the metrics file has process slots, stores/metrics.h). */
+#define OPTIONS_MAX_PROCS 128u
+
 /* --served-model-name takes up to this many names. */
 #define OPTIONS_MAX_SERVED_MODELS 16
 
@@ -27,6 +31,8 @@ struct options {
 				      * byte this long is cancelled; 0 =
 				      * never */
 	const char *state_dir;
+	uint32_t procs;              /* --procs: responder processes sharing
+				      * state_dir (sizes the state file) */
 	const char *socket_path;     /* NULL: listen on fd 0 (spawn-fcgi) */
 	const char *log_path;        /* NULL: stderr as inherited */
 	int backlog;

@@ -62,19 +62,39 @@ open_counters(void)
 {
 	char errbuf[512];
 	int reset = 0;
+	/* every process's slots and queue, and the history (state.h) */
+	uint32_t nrec = state_capacity_for(opt.procs,
+	    opt.engine.max_num_seqs + opt.engine.max_waiting);
 
-	if (state_open(&srv.state, opt.state_dir, errbuf, sizeof(errbuf)) !=
-	    TS_OK) {
+	if (state_open(&srv.state, opt.state_dir, nrec, errbuf,
+	    sizeof(errbuf)) != TS_OK) {
 		fprintf(stderr, "tokstream-fcgi: %s; counting in this "
 		    "process's memory instead (/_debug/generated sees only "
 		    "its streams; fix the disk or set --state-dir)\n",
 		    errbuf);
-		if (state_open_memory(&srv.state) != TS_OK) {
+		if (state_open_memory(&srv.state, nrec) != TS_OK) {
 			fprintf(stderr, "tokstream-fcgi: cannot map memory for "
 			    "the counters\n");
 			return -1;
 		}
 	}
+	if ((uint64_t)opt.procs * (opt.engine.max_num_seqs +
+	    opt.engine.max_waiting) + STATE_HISTORY > nrec)
+		fprintf(stderr, "tokstream-fcgi: the state file is capped at "
+		    "%u records, fewer than --procs x (--max-num-seqs + "
+		    "--max-waiting) + %u: past that many streams at once, new "
+		    "ones run unrecorded\n", nrec, STATE_HISTORY);
+	if (state_capacity(srv.state) < nrec)
+		/* the others run with a smaller file: they were started
+		 * with fewer slots or processes */
+		fprintf(stderr, "tokstream-fcgi: the state file holds %u "
+		    "records, in use by other processes, and this one wants "
+		    "%u (--procs %u, --max-num-seqs + --max-waiting %u, and "
+		    "%u for history): kept as it is; streams that find no "
+		    "free record run unrecorded (restart every responder to "
+		    "resize it)\n", state_capacity(srv.state), nrec,
+		    opt.procs, opt.engine.max_num_seqs + opt.engine.max_waiting,
+		    STATE_HISTORY);
 	if (state_bind_instance(srv.state, opt.instance, &reset) != TS_OK)
 		fprintf(stderr, "tokstream-fcgi: cannot lock the state file "
 		    "to check its instance name\n");
@@ -209,9 +229,10 @@ main(int argc, char **argv)
 		    srv.backend->name);
 	describe_backend(srv.backend, bdesc, sizeof(bdesc));
 	fprintf(stderr, "tokstream-fcgi %s: pid %ld, %d accept + %d I/O "
-	    "threads, state %s/%s, %s, %u slots, %u waiting%s\n",
+	    "threads, state %s/%s (%u records), %s, %u slots, %u "
+	    "waiting%s\n",
 	    PACKAGE_VERSION, (long)getpid(), started, io_threads(srv.io),
-	    opt.state_dir, STATE_FILE_NAME, bdesc,
+	    opt.state_dir, STATE_FILE_NAME, state_capacity(srv.state), bdesc,
 	    opt.engine.max_num_seqs, opt.engine.max_waiting,
 	    opt.engine.no_cancel ? ", NO CANCELLATION (--no-cancel)" : "");
 

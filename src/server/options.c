@@ -77,6 +77,10 @@ options_usage(FILE *f)
 "      --allow-failure-header   honour a request's X-Tokstream-Failure\n"
 "                               (default: refused, 400)\n"
 "  -d, --state-dir DIR          state file directory (default %s)\n"
+"      --procs N                responder processes that share the state\n"
+"                               directory, 1 to %u (tokstream-ctl passes\n"
+"                               TOKSTREAM_PROCS): the state file holds the\n"
+"                               streams all of them may run (default 1)\n"
 "  -s, --socket PATH            listen on this unix socket, not fd 0\n"
 "  -b, --backlog N              listen backlog with --socket (default 1024)\n"
 "  -l, --log FILE               append log lines to FILE (spawn-fcgi sends\n"
@@ -103,6 +107,7 @@ options_usage(FILE *f)
 	    ENGINE_DEFAULT_MAX_WAITING, ENGINE_DEFAULT_LOAD_FACTOR,
 	    OPTIONS_DEFAULT_WRITE_STALL_MS, ENGINE_DEFAULT_KV_BLOCKS,
 	    ENGINE_DEFAULT_BLOCK_SIZE, OPTIONS_DEFAULT_STATE_DIR,
+	    OPTIONS_MAX_PROCS,
 	    ENGINE_DEFAULT_PREFILL_BASE_MS,
 	    ENGINE_DEFAULT_PREFILL_PER_TOKEN_MS, ENGINE_DEFAULT_TPOT_MS,
 	    OPTIONS_DEFAULT_KEEPALIVE_MS, OPTIONS_DEFAULT_RETRY_MS);
@@ -213,11 +218,12 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
 	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
-	    O_FHEADER };
+	    O_FHEADER, O_PROCS };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
 		{ "state-dir", required_argument, NULL, 'd' },
+		{ "procs", required_argument, NULL, O_PROCS },
 		{ "socket", required_argument, NULL, 's' },
 		{ "backlog", required_argument, NULL, 'b' },
 		{ "log", required_argument, NULL, 'l' },
@@ -268,6 +274,7 @@ options_parse(struct options *o, int argc, char **argv)
 	inject_config_defaults(&o->inject);
 	o->write_stall_ms = OPTIONS_DEFAULT_WRITE_STALL_MS;
 	o->state_dir = OPTIONS_DEFAULT_STATE_DIR;
+	o->procs = 1;
 	o->socket_path = NULL;
 	o->backlog = 1024;
 	engine_config_defaults(&o->engine);
@@ -291,6 +298,10 @@ options_parse(struct options *o, int argc, char **argv)
 			    IO_MAX_THREADS);
 			break;
 		case 'd': o->state_dir = optarg; break;
+		case O_PROCS:
+			o->procs = (uint32_t)parse_int("procs", optarg, 1,
+			    OPTIONS_MAX_PROCS);
+			break;
 		case 's': o->socket_path = optarg; break;
 		case 'l': o->log_path = optarg; break;
 		case 'b':

@@ -17,14 +17,17 @@
  *     (offset 128), so the header stays valid.
  * Then state_open again, state_lookup of ids 0..50, of ids around the
  * capacity, of huge ids, of next_id and of the ids the first records hold.
+ * The file has RECORDS records, what state_open is asked for, so a valid
+ * header is never resized.
  *
  * Properties, each checked with abort():
  *  - state_open succeeds, or fails with a non-empty message;
  *  - a file with a valid header is not modified by state_open; any other
  *    is re-initialised to exactly a fresh file (header, next_id 1, zeros);
  *  - state_lookup returns TS_OK or TS_EINVAL, and TS_OK exactly when the
- *    record's raw id is the id asked for (id 0: next_id - 1) and its raw
- *    status word is 1..4; then every field is the file's, the status is in
+ *    record's raw id is the id asked for (id 0: the header's newest), its
+ *    raw status word is 1..4, its kind 1 or 2 and no writer holds its lock
+ *    word (bits 0-31 zero); then every field is the file's, the status is in
  *    range, and owner_gone is set only for a running record, never for
  *    this process's own pid, always for a pid above Linux's pid_max limit;
  *  - the totals are the header's.
@@ -44,8 +47,10 @@
 #include "stores/state.h"
 
 #define HDR_SIZE 128u
-#define REC_SIZE 136u
-#define FILE_SIZE (HDR_SIZE + (size_t)STATE_CAPACITY * REC_SIZE)
+#define REC_SIZE 144u
+#define RECORDS 4224u           /* state_capacity_for(1, 64 + 64): the
+				 * default responder's */
+#define FILE_SIZE (HDR_SIZE + (size_t)RECORDS * REC_SIZE)
 #define PID_MAX_LIMIT 4194304   /* Linux's largest possible pid_max */
 #define DEAD_PID 0x7ffffff0u    /* above it: no such process */
 #define DIR_PREFIX "tokstream-fuzz-state."
@@ -54,14 +59,14 @@
  * file"). */
 enum {
 	H_VERSION = 8, H_RECORD_SIZE = 12, H_CAPACITY = 16, H_NEXT_ID = 24,
-	H_TOTAL_GENERATED = 32, H_TOTAL_STREAMS = 40
+	H_TOTAL_GENERATED = 32, H_TOTAL_STREAMS = 40, H_NEWEST = 56
 };
 enum {
-	R_ID = 0, R_REQUESTED = 8, R_GENERATED = 16, R_STATUS = 24,
-	R_PID = 32, R_PROMPT_TOKENS = 40, R_STARTED = 48, R_ENDED = 56,
-	R_KIND = 64, R_RESUMED_FROM = 72, R_RESUME_INDEX = 80, R_KEY = 88,
-	R_WASTED = 96, R_QUEUE_US = 104, R_LEAVE_US = 112, R_FLAGS = 120,
-	R_FROM_INSTANCE = 128
+	R_LOCK = 0, R_ID = 8, R_REQUESTED = 16, R_GENERATED = 24,
+	R_STATUS = 32, R_PID = 40, R_PROMPT_TOKENS = 48, R_STARTED = 56,
+	R_ENDED = 64, R_KIND = 72, R_RESUMED_FROM = 80, R_RESUME_INDEX = 88,
+	R_KEY = 96, R_WASTED = 104, R_QUEUE_US = 112, R_LEAVE_US = 120,
+	R_FLAGS = 128, R_FROM_INSTANCE = 136
 };
 
 static struct {
@@ -103,9 +108,9 @@ wr64(unsigned char *p, uint64_t v)
 static int
 header_valid(const unsigned char *f)
 {
-	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 3 &&
+	return memcmp(f, "TOKSTAT1", 8) == 0 && rd32(f + H_VERSION) == 4 &&
 	    rd32(f + H_RECORD_SIZE) == REC_SIZE &&
-	    rd32(f + H_CAPACITY) == STATE_CAPACITY &&
+	    rd32(f + H_CAPACITY) == RECORDS &&
 	    rd64(f + H_NEXT_ID) != 0;
 }
 
@@ -175,7 +180,7 @@ setup(void)
 	    (long)getpid());
 	FUZZ_CHECK(mkdtemp(g.dir) != NULL);
 	snprintf(g.path, sizeof(g.path), "%s/%s", g.dir, STATE_FILE_NAME);
-	if (state_open(&st, g.dir, errbuf, sizeof(errbuf)) != TS_OK) {
+	if (state_open(&st, g.dir, RECORDS, errbuf, sizeof(errbuf)) != TS_OK) {
 		fprintf(stderr, "fuzz_state: %s\n", errbuf);
 		abort();
 	}
@@ -216,6 +221,7 @@ setup(void)
 		total += k % 11;
 	}
 	wr64(g.base + H_NEXT_ID, 61);
+	wr64(g.base + H_NEWEST, 60);
 	wr64(g.base + H_TOTAL_GENERATED, total);
 	wr64(g.base + H_TOTAL_STREAMS, 60);
 	g.dirty_off = 0;
@@ -238,17 +244,16 @@ check_lookup(struct state *st, uint64_t id)
 	rc = state_lookup(st, id, &rec);
 	FUZZ_CHECK(rc == TS_OK || rc == TS_EINVAL);
 	if (id == 0) {
-		uint64_t next = rd64(g.map + H_NEXT_ID);
-
-		if (next <= 1) {
+		want = rd64(g.map + H_NEWEST);
+		if (want == 0) {
 			FUZZ_CHECK(rc == TS_EINVAL);
 			return;
 		}
-		want = next - 1;
 	}
-	r = g.map + HDR_SIZE + ((want - 1) % STATE_CAPACITY) * REC_SIZE;
+	r = g.map + HDR_SIZE + ((want - 1) % RECORDS) * REC_SIZE;
 	raw_status = rd64(r + R_STATUS);
 	consistent = want != 0 && rd64(r + R_ID) == want &&
+	    (rd64(r + R_LOCK) & 0xffffffffu) == 0 &&
 	    raw_status >= STATE_RUNNING && raw_status <= STATE_ERROR &&
 	    (rd64(r + R_KIND) == STATE_KIND_STREAM ||
 	    rd64(r + R_KIND) == STATE_KIND_GENERATE);
@@ -287,8 +292,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint64_t far_ids[] = {
-		STATE_CAPACITY - 1, STATE_CAPACITY, STATE_CAPACITY + 1,
-		STATE_CAPACITY + 60, 2 * STATE_CAPACITY, (uint64_t)1 << 32,
+		RECORDS - 1, RECORDS, RECORDS + 1,
+		RECORDS + 60, 2 * RECORDS, (uint64_t)1 << 32,
 		((uint64_t)1 << 32) + 1, UINT64_MAX / 2, UINT64_MAX - 1,
 		UINT64_MAX
 	};
@@ -318,7 +323,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	valid = header_valid(g.map);
 
 	memset(errbuf, 'x', sizeof(errbuf));
-	rc = state_open(&st, g.dir, errbuf, sizeof(errbuf));
+	rc = state_open(&st, g.dir, RECORDS, errbuf, sizeof(errbuf));
 	if (rc != TS_OK) {
 		FUZZ_CHECK(st == NULL);
 		FUZZ_CHECK(memchr(errbuf, '\0', sizeof(errbuf)) != NULL);

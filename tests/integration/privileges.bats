@@ -90,8 +90,9 @@ responder_pids() {
 		[ ! -L "$RUNDIR/$f" ]
 		[ "$(stat -c '%U:%G %a' "$RUNDIR/$f")" = "www-data:www-data 640" ]
 	done
-	# the state file is the real one (4096 records of 136 bytes + header), not a fallback
-	[ "$(stat -c %s "$RUNDIR/state")" -eq 557184 ]
+	# the state file is the real one (4,096 + 2 x 128 records of 144 bytes
+	# + header: two responders of 64 slots and 64 waiting), not a fallback
+	[ "$(stat -c %s "$RUNDIR/state")" -eq 626816 ]
 	! grep -q 'counting in this process' "$RUNDIR/tokstream-fcgi.log" || false
 	! grep -q 'counts this process only' "$RUNDIR/tokstream-fcgi.log" || false
 	for s in "$RUNDIR/tokstream-1.sock" "$RUNDIR/tokstream-2.sock"; do

@@ -85,7 +85,7 @@ server_start_backend(struct fake_server *fs)
 {
 	struct server *srv = &fs->srv;
 
-	assert_int_equal(state_open_memory(&srv->state), TS_OK);
+	assert_int_equal(state_open_memory(&srv->state, STATE_HISTORY), TS_OK);
 	assert_int_equal(metrics_open_memory(&srv->metrics), TS_OK);
 	srv->opt = &fs->opt;
 	srv->started_at = 1700000000;

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/engine.h"
 #include "text/release.h"
@@ -409,7 +410,7 @@ test_cancel_frees_slot_at_boundary(void **unused)
 	struct state_record rec;
 
 	(void)unused;
-	assert_int_equal(state_open_memory(&st), TS_OK);
+	assert_int_equal(state_open_memory(&st, STATE_HISTORY), TS_OK);
 	e = mk_engine(1, 4, st);
 	assert_int_equal(submit(e, &a, "a", 100, 40, 0), TS_OK);
 	assert_int_equal(submit(e, &b, "b", 2, 40, 0), TS_OK);
@@ -502,7 +503,7 @@ test_write_stall_cause(void **unused)
 	struct state_record rec;
 
 	(void)unused;
-	assert_int_equal(state_open_memory(&st), TS_OK);
+	assert_int_equal(state_open_memory(&st, STATE_HISTORY), TS_OK);
 	e = mk_engine(4, 4, st);
 	assert_int_equal(submit(e, &a, "stall", 8000, 40, 0), TS_OK);
 	run_until(e, 0, 100 * MS, ps, 1);
@@ -516,6 +517,67 @@ test_write_stall_cause(void **unused)
 	assert_int_equal(rec.status, STATE_CANCELLED);
 	assert_int_equal(rec.cause, STATE_CAUSE_WRITE_STALL);
 	assert_int_equal(rec.leave_us, 20000);     /* the boundary at 120 */
+	engine_destroy(e);
+	state_close(st);
+}
+
+/*
+ * A state file whose only record holds a running stream (the hooks of
+ * handlers/record.c): a second stream runs all the same, with an id of
+ * its own but no record, counted as unrecorded and logged once; its
+ * tokens do not land in the first one's record, and count in the total.
+ */
+static void
+test_stream_without_record(void **unused)
+{
+	struct state *st;
+	struct engine *e;
+	struct probe a = { 0 }, b = { 0 }, c = { 0 }, *ps[] = { &a, &b, &c };
+	struct state_record rec;
+	char log[512];
+	uint64_t ida, idb;
+	FILE *f = tmpfile();
+	int saved = dup(STDERR_FILENO);
+	size_t n;
+
+	(void)unused;
+	assert_non_null(f);
+	assert_true(saved >= 0);
+	assert_int_equal(state_open_memory(&st, 1), TS_OK);
+	e = mk_engine(4, 4, st);
+	fflush(stderr);
+	assert_true(dup2(fileno(f), STDERR_FILENO) >= 0);
+	assert_int_equal(submit(e, &a, "a", 5, 40, 0), TS_OK);
+	assert_int_equal(submit(e, &b, "b", 7, 40, 0), TS_OK);
+	assert_int_equal(submit(e, &c, "c", 3, 40, 0), TS_OK);
+	fflush(stderr);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	assert_true(engine_seq_id(b.s) > engine_seq_id(a.s));
+	assert_true(engine_seq_id(c.s) > engine_seq_id(b.s));
+	assert_int_equal(state_unrecorded(st), 2);
+	run_until(e, 0, 10000 * MS, ps, 3);
+	assert_int_equal(finish_of(&b), ENGINE_FINISH_LENGTH);
+	assert_int_equal(b.seen, 7);
+	ida = engine_seq_id(a.s);
+	idb = engine_seq_id(b.s);
+	engine_release(e, a.s);
+	engine_release(e, b.s);
+	engine_release(e, c.s);
+	assert_int_equal(state_lookup(st, ida, &rec), TS_OK);
+	assert_int_equal(rec.status, STATE_DONE);
+	assert_int_equal(rec.requested, 5);
+	assert_int_equal(rec.generated, 5);
+	assert_int_equal(state_lookup(st, idb, &rec), TS_EINVAL);
+	assert_int_equal(state_total_generated(st), 5 + 7 + 3);
+	assert_int_equal(state_total_streams(st), 3);
+	rewind(f);
+	n = fread(log, 1, sizeof(log) - 1, f);
+	log[n] = '\0';
+	assert_non_null(strstr(log, "holds a running stream (1 records): "
+	    "it runs unrecorded"));
+	assert_null(strstr(strstr(log, "unrecorded") + 1, "tokstream-fcgi"));
+	fclose(f);
 	engine_destroy(e);
 	state_close(st);
 }
@@ -1385,7 +1447,7 @@ test_physical_gone_before_done(void **unused)
 		struct engine_view v;
 		struct state_record rec;
 
-		assert_int_equal(state_open_memory(&st), TS_OK);
+		assert_int_equal(state_open_memory(&st, STATE_HISTORY), TS_OK);
 		e = mk_physical_st(&sc, 1, 0, st);
 		assert_int_equal(submit_physical(e, "p", cases[k].max_tokens,
 		    stop, cases[k].nstop, &s), TS_OK);
@@ -1526,6 +1588,7 @@ main(void)
 		cmocka_unit_test(test_cancel_while_waiting_and_in_prefill),
 		cmocka_unit_test(test_no_cancel_keeps_generating),
 		cmocka_unit_test(test_write_stall_cause),
+		cmocka_unit_test(test_stream_without_record),
 		cmocka_unit_test(test_error_after_zero_tokens_and_resume),
 		cmocka_unit_test(test_load_factor),
 		cmocka_unit_test(test_jitter_is_seeded),

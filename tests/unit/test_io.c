@@ -609,7 +609,7 @@ setup(void **unused)
 	opt.keepalive_ms = OPTIONS_DEFAULT_KEEPALIVE_MS;
 	opt.cors_origin = "*";
 	opt.backend = "sim";
-	assert_int_equal(state_open_memory(&srv.state), TS_OK);
+	assert_int_equal(state_open_memory(&srv.state, STATE_HISTORY), TS_OK);
 	assert_int_equal(metrics_open_memory(&srv.metrics), TS_OK);
 	srv.opt = &opt;
 	srv.started_at = time(NULL);
