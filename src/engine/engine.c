@@ -1219,10 +1219,29 @@ engine_submit(struct engine *e, const struct engine_request *r,
 		seq_free(e, s);
 		return TS_ELIMIT;
 	}
+	e->nheld++;             /* its place, before the work below */
+	if (!e->be.physical) {
+		/* A modeled backend's sequence starts here, outside the
+		 * lock and after admission: the simulator's resume replays
+		 * up to max_tokens skipped tokens, which under the lock
+		 * held every other stream's step back (a physical backend's
+		 * start is its prefill: forward() runs it, unlocked). A
+		 * failure is met again, and reported, by forward(). */
+		pthread_mutex_unlock(&e->mu);
+		(void)e->be.seq_start(e->be.impl, s->req.model, s->req.prompt,
+		    s->req.prompt_len, s->req.start_index, &s->req.sampling,
+		    &s->bseq);
+		engine_lock(e);
+		if (e->stopping) {
+			e->nheld--;
+			pthread_mutex_unlock(&e->mu);
+			seq_free(e, s);
+			return TS_ESHUTDOWN;
+		}
+	}
 	if (e->hooks.on_submit != NULL)
 		s->id = e->hooks.on_submit(e->hooks.ctx, &s->req);
 	s->req.hook_arg = NULL;
-	e->nheld++;
 	if (e->qtail != NULL)
 		e->qtail->qnext = s;
 	else

@@ -823,6 +823,75 @@ test_cancel_own_cadence_frees_slot_at_once(void **unused)
 	engine_destroy(e);
 }
 
+/* A simulator whose seq_start says where it was called: inside
+ * engine_submit (the test sets in_submit around it) or later, by the
+ * engine's pass under its lock. */
+static enum ts_err (*start_inner)(void *, uint32_t, const char *, size_t,
+    uint32_t, const struct engine_sampling *, void **);
+static int in_submit, starts_in_submit, starts_later;
+
+static enum ts_err
+counted_start(void *impl, uint32_t model, const char *prompt, size_t len,
+    uint32_t start_index, const struct engine_sampling *sp, void **out)
+{
+	if (in_submit)
+		starts_in_submit++;
+	else
+		starts_later++;
+	return start_inner(impl, model, prompt, len, start_index, sp, out);
+}
+
+/* A modeled sequence starts (the simulator's resume replays its skipped
+ * tokens: up to 8,191) in engine_submit, outside the engine's lock and
+ * after admission: a refused request starts nothing, and the resumed
+ * tokens are those of the whole sequence. On the code before, it started
+ * in the engine's pass, under the lock. */
+static void
+test_modeled_start_outside_lock(void **unused)
+{
+	struct engine_config cfg;
+	struct engine_backend be;
+	struct engine *e;
+	struct engine_request r;
+	struct probe c = { 0 }, *ps[] = { &c };
+	struct engine_seq *refused = NULL;
+	struct engine_view vc;
+	struct sim_lab g;
+	uint32_t i;
+
+	(void)unused;
+	sim_backend(&be);
+	start_inner = be.seq_start;
+	be.seq_start = counted_start;
+	starts_in_submit = starts_later = 0;
+	engine_config_defaults(&cfg);
+	cfg.max_num_seqs = 1;
+	cfg.max_waiting = 0;
+	cfg.lat.tpot_ms = 20;
+	assert_int_equal(engine_create_manual(&e, &cfg, &be, NULL), TS_OK);
+	lab_request(&r, "resume me", 2000, 0);
+	r.start_index = 1990;
+	in_submit = 1;
+	assert_int_equal(engine_submit(e, &r, &c.s), TS_OK);
+	/* beyond the one slot and no queue: 429, nothing started */
+	assert_int_equal(engine_submit(e, &r, &refused), TS_ELIMIT);
+	in_submit = 0;
+	assert_int_equal(starts_in_submit, 1);
+	run_until(e, 0, 100000 * MS, ps, 1);
+	assert_int_equal(starts_later, 0);
+	assert_int_equal(c.seen, 10);
+	engine_seq_view(c.s, &vc);
+	sim_lab_init(&g, "resume me", 9);
+	for (i = 0; i < 2000; i++) {
+		uint32_t id = sim_lab_next(&g);
+
+		if (i >= 1990)
+			assert_int_equal(vc.ids[i - 1990], id);
+	}
+	engine_release(e, c.s);
+	engine_destroy(e);
+}
+
 /* A backend whose decode step takes 3 ms of CPU under the engine's lock
  * (the simulator's step, then a busy wait), at a 1 ms TPOT: the engine
  * thread is always behind, so it ends a pass and starts the next one at
@@ -1597,6 +1666,7 @@ main(void)
 		cmocka_unit_test(test_first_token_on_boundary_gap_one_step),
 		cmocka_unit_test(test_cancel_own_cadence_frees_slot_at_once),
 		cmocka_unit_test(test_lock_handed_off_between_passes),
+		cmocka_unit_test(test_modeled_start_outside_lock),
 		cmocka_unit_test(test_tpot_zero_beside_a_stream),
 		cmocka_unit_test(test_held_streams_count_for_429),
 		cmocka_unit_test(test_physical_eos_ends_with_stop),
