@@ -324,6 +324,25 @@ static const struct relay_ops failing_ops = {
 	.token = failing_token, .end = failing_end, .tokens_reach_client = 1,
 };
 
+/* Relays sequence s to fc with the ops and their state, on this thread
+ * (relay_run), as the server's relay would: no stop strings. */
+static void
+relay_over_fake(struct fake_server *fs, struct fake_conn *fc,
+    struct reply *rp, struct relay *rl, struct engine_seq *s,
+    const struct relay_ops *ops, void *resp)
+{
+	struct relay_env env;
+
+	memset(rp, 0, sizeof(*rp));
+	rp->conn = &fc->c;
+	rp->id_prefix = "";
+	rp->t0 = clock_ns;
+	env = server_relay_env(&fs->srv);
+	assert_int_equal(relay_init(rl, &env, rp, s, 0, NULL, NULL, 0, ops,
+	    resp), TS_OK);
+	relay_run(&fc->c, rl);
+}
+
 /* relay_run over an op that fails: the record's cause is the server's
  * (server_error for an encoding failure, output_limit for TS_ELIMIT),
  * not client_gone, and /_debug/generated names it. */
@@ -353,7 +372,6 @@ test_relay_run_failure_cause(void **unused)
 		struct engine_seq *s;
 		struct relay rl;
 		struct reply rp;
-		struct relay_env env;
 		struct failing f = { 3, cases[k].rc, 0 };
 		struct state_record rec;
 		char name[32];
@@ -365,14 +383,7 @@ test_relay_run_failure_cause(void **unused)
 		r.max_tokens = 200;
 		assert_int_equal(engine_submit(fs.srv.engine, &r, &s), TS_OK);
 		id = engine_seq_id(s);
-		memset(&rp, 0, sizeof(rp));
-		rp.conn = &fc.c;
-		rp.id_prefix = "";
-		rp.t0 = clock_ns;
-		env = server_relay_env(&fs.srv);
-		assert_int_equal(relay_init(&rl, &env, &rp, s, 0, NULL, NULL,
-		    0, &failing_ops, &f), TS_OK);
-		relay_run(&fc.c, &rl);
+		relay_over_fake(&fs, &fc, &rp, &rl, s, &failing_ops, &f);
 		assert_int_equal(rl.fail, cases[k].rc);
 		assert_int_equal(relay_fail_cause(&rl), cases[k].cause);
 		engine_drain(fs.srv.engine);
@@ -433,7 +444,6 @@ test_relay_pump_budget(void **unused)
 		struct engine_seq *s;
 		struct relay rl;
 		struct reply rp;
-		struct relay_env env;
 		struct sized z = { sizes[k], 0 };
 		unsigned want;
 
@@ -444,14 +454,7 @@ test_relay_pump_budget(void **unused)
 		r.sampling.ignore_eos = 1;
 		assert_int_equal(engine_submit(fs.srv.engine, &r, &s), TS_OK);
 		engine_drain(fs.srv.engine);    /* all 2,000 produced */
-		memset(&rp, 0, sizeof(rp));
-		rp.conn = &fc.c;
-		rp.id_prefix = "";
-		rp.t0 = clock_ns;
-		env = server_relay_env(&fs.srv);
-		assert_int_equal(relay_init(&rl, &env, &rp, s, 0, NULL, NULL,
-		    0, &sized_ops, &z), TS_OK);
-		relay_run(&fc.c, &rl);
+		relay_over_fake(&fs, &fc, &rp, &rl, s, &sized_ops, &z);
 		assert_int_equal(z.tokens, 2000);
 		assert_int_equal(fc.out.len, 2000 * sizes[k] + 4);
 		assert_memory_equal(fc.out.p + fc.out.len - 4, "end\n", 4);
