@@ -15,6 +15,7 @@
 #define OPTIONS_DEFAULT_RETRY_MS 1000
 #define OPTIONS_DEFAULT_KEEPALIVE_MS 1000.0
 #define OPTIONS_DEFAULT_WRITE_STALL_MS 30000.0
+#define OPTIONS_DEFAULT_ACCEPT_TIMEOUT_MS 5000.0
 
 /* --served-model-name takes up to this many names. */
 #define OPTIONS_MAX_SERVED_MODELS 16
@@ -26,6 +27,11 @@ struct options {
 	double write_stall_ms;       /* a stream whose client has taken no
 				      * byte this long is cancelled; 0 =
 				      * never */
+	double accept_timeout_ms;    /* a FastCGI connection has this long
+				      * to send its whole request, and an
+				      * accept thread's reads and writes on
+				      * it this long from its taking it
+				      * (transport/gate.h) */
 	const char *state_dir;
 	const char *socket_path;     /* NULL: listen on fd 0 (spawn-fcgi) */
 	const char *log_path;        /* NULL: stderr as inherited */
