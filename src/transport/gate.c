@@ -46,7 +46,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -84,6 +83,9 @@ struct gate_list {
 
 struct gate_watch {
 	struct gate *g;
+	/* its own lock, so that arming costs the accept thread no contended
+	 * lock: only the gate's tick takes it too */
+	pthread_mutex_t mu;
 	int fd;                      /* reserved: /dev/null or the socket */
 	int bound;                   /* fd refers to the connection */
 	int armed;                   /* a read or write may block now */
@@ -123,10 +125,14 @@ struct gate {
 	pthread_cond_t cv;
 	struct gate_list ready;
 
-	/* the watches, and the close log, shared too */
+	/* the watches: the slots taken under watch_mu, each watch under
+	 * its own lock */
 	pthread_mutex_t watch_mu;
 	struct gate_watch watches[GATE_MAX_WATCHES];
-	int nwatches;
+	atomic_int nwatches;
+
+	/* the close and refusal logs, shared too */
+	pthread_mutex_t log_mu;
 	struct gate_log timeout_log, refuse_log;
 
 	/* health, read by /health on any thread */
@@ -208,13 +214,13 @@ gate_count_timeout(struct gate *g, const char *what, int64_t now)
 	uint64_t more = 0;
 
 	atomic_fetch_add(&g->timed_out, 1);
-	pthread_mutex_lock(&g->watch_mu);
+	pthread_mutex_lock(&g->log_mu);
 	if (gate_log_due(&g->timeout_log, now, &more))
 		fprintf(stderr, "tokstream-fcgi: closed a FastCGI connection "
 		    "%s within --accept-timeout-ms %lld%s\n", what,
 		    (long long)(g->timeout_ns / NS_PER_MS),
 		    gate_log_more(more));
-	pthread_mutex_unlock(&g->watch_mu);
+	pthread_mutex_unlock(&g->log_mu);
 }
 
 static void
@@ -223,11 +229,11 @@ gate_count_refused(struct gate *g, const char *why, int64_t now)
 	uint64_t more = 0;
 
 	atomic_fetch_add(&g->refused, 1);
-	pthread_mutex_lock(&g->watch_mu);
+	pthread_mutex_lock(&g->log_mu);
 	if (gate_log_due(&g->refuse_log, now, &more))
 		fprintf(stderr, "tokstream-fcgi: refused a FastCGI connection: "
 		    "%s%s\n", why, gate_log_more(more));
-	pthread_mutex_unlock(&g->watch_mu);
+	pthread_mutex_unlock(&g->log_mu);
 }
 
 void
@@ -259,58 +265,78 @@ gate_hand_over(struct gate *g, struct gate_conn *c)
 	pthread_mutex_unlock(&g->mu);
 }
 
+/* What gate_look did with a connection. */
+enum gate_fate {
+	GATE_HELD,                   /* still held: wait for more */
+	GATE_GONE                    /* handed over or closed: c is freed
+				      * or no longer the gate's */
+};
+
 /*
- * Looks at what c has sent (hup: the peer will send no more). Returns 1
- * when c is still held, 0 when it was handed over or closed (c is gone).
- * c is on the held list.
+ * Looks at what c has sent (hup: the peer will send no more; first: c was
+ * just accepted) and hands it over, closes it, or keeps holding it. c is
+ * on the held list.
+ *
+ * The first look peeks at once: lighttpd has usually sent the whole
+ * request by the time it is accepted, so that is one recv(2) for the lot,
+ * and a recv of 0 is a peer already gone (a port check, or one that
+ * waited in the listen queue while descriptors were short, closed now
+ * so that a burst of them cannot use up the descriptors again). Later
+ * looks first ask how much is there (SIOCINQ) and peek only when it is
+ * enough to tell more.
  */
-static int
-gate_look(struct gate *g, struct gate_conn *c, int hup, int64_t now)
+static enum gate_fate
+gate_look(struct gate *g, struct gate_conn *c, int hup, int first,
+    int64_t now)
 {
 	struct fcgi_scan s;
+	size_t want = GATE_HOLD_MAX;
 	int inq = 0;
 	ssize_t got;
 
-	if (ioctl(c->fd, SIOCINQ, &inq) != 0 || inq < 0) {
-		gate_close(g, c);
-		return 0;
+	if (!first) {
+		if (ioctl(c->fd, SIOCINQ, &inq) != 0 || inq < 0) {
+			gate_close(g, c);
+			return GATE_GONE;
+		}
+		if ((size_t)inq < c->need && (size_t)inq < GATE_HOLD_MAX) {
+			if (!hup)
+				return GATE_HELD;
+			gate_close(g, c);    /* gone, its request not whole */
+			return GATE_GONE;
+		}
+		if ((size_t)inq < want)
+			want = (size_t)inq;
 	}
-	if ((size_t)inq < c->need && (size_t)inq < GATE_HOLD_MAX) {
-		if (!hup)
-			return 1;
-		gate_close(g, c);    /* gone before its request was whole */
-		return 0;
-	}
-	got = recv(c->fd, g->peek, (size_t)inq < GATE_HOLD_MAX ?
-	    (size_t)inq : GATE_HOLD_MAX, MSG_PEEK | MSG_DONTWAIT);
+	got = recv(c->fd, g->peek, want, MSG_PEEK | MSG_DONTWAIT);
 	if (got < 0 && (errno == EAGAIN || errno == EINTR) && !hup)
-		return 1;
+		return GATE_HELD;
 	if (got <= 0) {
 		gate_close(g, c);
-		return 0;
+		return GATE_GONE;
 	}
 	if (fcgi_scan(g->peek, (size_t)got, &s) != TS_OK) {
 		gate_count_refused(g, s.why, now);
 		gate_close(g, c);
-		return 0;
+		return GATE_GONE;
 	}
 	if (!s.whole && s.head_end == 0 && s.records > GATE_MAX_RECORDS) {
 		gate_count_refused(g, "too many records before the params' "
 		    "end", now);
 		gate_close(g, c);
-		return 0;
+		return GATE_GONE;
 	}
 	if (s.whole || (size_t)got >= GATE_HOLD_MAX ||
 	    s.records > GATE_MAX_RECORDS) {
 		gate_list_remove(&g->held, c);
 		gate_hand_over(g, c);
-		return 0;
+		return GATE_GONE;
 	}
 	c->need = s.need;
 	if (!hup)
-		return 1;
+		return GATE_HELD;
 	gate_close(g, c);
-	return 0;
+	return GATE_GONE;
 }
 
 /* Closes the held connections whose deadline has passed. */
@@ -422,10 +448,9 @@ static void
 gate_admit(struct gate *g, int fd, const struct sockaddr_storage *sa,
     int64_t now)
 {
-	struct pollfd pf = { fd, POLLRDHUP, 0 };
 	struct epoll_event ev;
 	struct gate_conn *c;
-	int one = 1, hup = 0;
+	int one = 1;
 
 	if (!gate_peer_allowed(g, sa)) {
 		close(fd);
@@ -442,14 +467,7 @@ gate_admit(struct gate *g, int fd, const struct sockaddr_storage *sa,
 	c->deadline = now + g->timeout_ns;
 	c->need = FCGI_SCAN_HEADER;
 	gate_list_append(&g->held, c);
-	/* lighttpd has usually sent the whole request by now; a peer that
-	 * has already gone (a port check, or a connection that waited in the
-	 * listen queue while descriptors were short) is closed now, not
-	 * after a pass of the loop, so a burst of them cannot use up the
-	 * descriptors again */
-	if (poll(&pf, 1, 0) == 1)
-		hup = (pf.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
-	if (!gate_look(g, c, hup, now))
+	if (gate_look(g, c, 0, 1, now) == GATE_GONE)
 		return;
 	/* Edge-triggered: an arrival wakes the gate once, and what is not
 	 * taken off the socket does not wake it again. Adding a socket
@@ -492,7 +510,7 @@ gate_accept(struct gate *g, int64_t now)
 
 /* ---- watches ------------------------------------------------------------ */
 
-/* Caller holds watch_mu. */
+/* Caller holds w->mu. */
 static void
 gate_watch_fire(struct gate_watch *w, int64_t now)
 {
@@ -505,17 +523,18 @@ gate_watch_fire(struct gate_watch *w, int64_t now)
 static void
 gate_watch_check(struct gate *g, int64_t now)
 {
-	int i, fired = 0;
+	int i, n = atomic_load(&g->nwatches), fired = 0;
 
-	pthread_mutex_lock(&g->watch_mu);
-	for (i = 0; i < g->nwatches; i++) {
+	for (i = 0; i < n; i++) {
 		struct gate_watch *w = &g->watches[i];
-		int was = w->fired;
+		int was;
 
+		pthread_mutex_lock(&w->mu);
+		was = w->fired;
 		gate_watch_fire(w, now);
 		fired += w->fired && !was;
+		pthread_mutex_unlock(&w->mu);
 	}
-	pthread_mutex_unlock(&g->watch_mu);
 	while (fired-- > 0)
 		gate_count_timeout(g, "whose request or answer an accept "
 		    "thread was still reading or writing", now);
@@ -525,15 +544,19 @@ struct gate_watch *
 gate_watch_new(struct gate *g)
 {
 	struct gate_watch *w = NULL;
-	int fd = fcntl(g->null_fd, F_DUPFD_CLOEXEC, 0);
+	int fd = fcntl(g->null_fd, F_DUPFD_CLOEXEC, 0), n;
 
 	if (fd < 0)
 		return NULL;
 	pthread_mutex_lock(&g->watch_mu);
-	if (g->nwatches < GATE_MAX_WATCHES) {
-		w = &g->watches[g->nwatches++];
+	n = atomic_load(&g->nwatches);
+	if (n < GATE_MAX_WATCHES) {
+		w = &g->watches[n];
+		pthread_mutex_init(&w->mu, NULL);
 		w->g = g;
 		w->fd = fd;
+		/* published whole: the gate's tick reads the count first */
+		atomic_store(&g->nwatches, n + 1);
 	}
 	pthread_mutex_unlock(&g->watch_mu);
 	if (w == NULL)
@@ -546,12 +569,12 @@ gate_watch_begin(struct gate_watch *w, int fd)
 {
 	if (w == NULL)
 		return;
-	pthread_mutex_lock(&w->g->watch_mu);
+	pthread_mutex_lock(&w->mu);
 	w->armed = 0;
 	w->fired = 0;
 	w->bound = dup2(fd, w->fd) == w->fd;
 	w->deadline = w->g->now() + w->g->timeout_ns;
-	pthread_mutex_unlock(&w->g->watch_mu);
+	pthread_mutex_unlock(&w->mu);
 }
 
 void
@@ -561,12 +584,12 @@ gate_watch_arm(struct gate_watch *w)
 
 	if (w == NULL)
 		return;
-	pthread_mutex_lock(&w->g->watch_mu);
+	pthread_mutex_lock(&w->mu);
 	w->armed = 1;
 	fired = w->fired;
 	gate_watch_fire(w, w->g->now());
 	fired = w->fired && !fired;
-	pthread_mutex_unlock(&w->g->watch_mu);
+	pthread_mutex_unlock(&w->mu);
 	if (fired)
 		gate_count_timeout(w->g, "whose request or answer an accept "
 		    "thread was still reading or writing", w->g->now());
@@ -577,9 +600,9 @@ gate_watch_disarm(struct gate_watch *w)
 {
 	if (w == NULL)
 		return;
-	pthread_mutex_lock(&w->g->watch_mu);
+	pthread_mutex_lock(&w->mu);
 	w->armed = 0;
-	pthread_mutex_unlock(&w->g->watch_mu);
+	pthread_mutex_unlock(&w->mu);
 }
 
 void
@@ -587,11 +610,11 @@ gate_watch_end(struct gate_watch *w)
 {
 	if (w == NULL)
 		return;
-	pthread_mutex_lock(&w->g->watch_mu);
+	pthread_mutex_lock(&w->mu);
 	w->armed = 0;
 	w->bound = 0;
 	(void)dup2(w->g->null_fd, w->fd);
-	pthread_mutex_unlock(&w->g->watch_mu);
+	pthread_mutex_unlock(&w->mu);
 }
 
 /* ---- the thread ---------------------------------------------------------- */
@@ -632,7 +655,7 @@ gate_main(void *arg)
 			else
 				(void)gate_look(g, c, (ev[i].events &
 				    (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0,
-				    now);
+				    0, now);
 		}
 		gate_expire(g, now);
 		if (g->retry_at != 0 && now >= g->retry_at) {
@@ -674,7 +697,8 @@ gate_start(struct gate **out, const struct gate_config *cfg)
 	struct epoll_event ev;
 	struct gate *g = xcalloc(1, sizeof(*g));
 	pthread_attr_t attr;
-	int flags, rc;
+	enum ts_err rc = TS_ESYS;
+	int flags, err;
 
 	g->listen_fd = cfg->listen_fd;
 	g->now = cfg->now;
@@ -688,28 +712,41 @@ gate_start(struct gate **out, const struct gate_config *cfg)
 	pthread_mutex_init(&g->mu, NULL);
 	pthread_cond_init(&g->cv, NULL);
 	pthread_mutex_init(&g->watch_mu, NULL);
+	pthread_mutex_init(&g->log_mu, NULL);
 	g->epfd = epoll_create1(EPOLL_CLOEXEC);
 	g->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	flags = fcntl(g->listen_fd, F_GETFL);
 	if (g->epfd < 0 || g->null_fd < 0 || flags < 0 ||
 	    fcntl(g->listen_fd, F_SETFL, flags | O_NONBLOCK) != 0)
-		return TS_ESYS;
+		goto out;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
 	ev.data.ptr = NULL;
 	if (epoll_ctl(g->epfd, EPOLL_CTL_ADD, g->listen_fd, &ev) != 0)
-		return TS_ESYS;
+		goto out;
 	g->listen_armed = 1;
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&g->thread, &attr, gate_main, g);
+	err = pthread_create(&g->thread, &attr, gate_main, g);
 	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		errno = rc;
-		return TS_ESYS;
+	if (err != 0) {
+		errno = err;
+		goto out;
 	}
 	*out = g;
-	return TS_OK;
+	g = NULL;
+	rc = TS_OK;
+out:
+	if (g != NULL) {
+		err = errno;
+		if (g->epfd >= 0)
+			close(g->epfd);
+		if (g->null_fd >= 0)
+			close(g->null_fd);
+		free(g);
+		errno = err;
+	}
+	return rc;
 }
 
 enum ts_err
