@@ -121,7 +121,8 @@ rec(struct msg *m, int type, const void *content, size_t len)
 	h[5] = (unsigned char)len;
 	h[6] = 0;
 	h[7] = 0;
-	memcpy(h + 8, content, len);
+	if (len > 0)
+		memcpy(h + 8, content, len);
 	m->n += 8 + len;
 }
 
