@@ -71,7 +71,8 @@ struct gate_config {
 enum ts_err gate_start(struct gate **out, const struct gate_config *cfg);
 
 /* Blocks until a connection's request is whole (or large) and returns
- * its socket in *fd, blocking mode, now the caller's to close. TS_OK. */
+ * its socket in *fd, blocking mode, now the caller's to close. The
+ * thread that went idle last is served first. TS_OK. */
 enum ts_err gate_take(struct gate *g, int *fd);
 
 /*
