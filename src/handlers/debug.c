@@ -18,6 +18,7 @@
 
 #include "engine/engine.h"
 #include "transport/conn.h"
+#include "transport/gate.h"
 #include "stores/metrics.h"
 #include "transport/reply.h"
 #include "proto/resume.h"
@@ -410,16 +411,36 @@ debug_metrics(struct server *srv, struct reply *rp)
 	ts_buf_free(&b);
 }
 
-/* GET /health: {"status":"ok"} while the responder runs, with
- * "instance" on a named server. */
+/*
+ * GET /health: {"status":"ok"} while the responder runs, with "instance"
+ * on a named server; {"status":"degraded", "accept": {...}} (still 200:
+ * this process answers) for GATE_DEGRADED_NS after its accept(2) last
+ * failed, with the failures, the last error, the seconds since, whether
+ * it is backing off now, and the connections the gate closed at their
+ * deadline or refused (transport/gate.h; docs/API.md "GET /health").
+ */
 void
 debug_health(struct server *srv, struct reply *rp)
 {
+	struct gate_health h;
+	json_t *obj;
+
 	if (debug_check_instance(srv, rp) != 0)
 		return;
-	if (srv->opt->instance_name != NULL)
-		reply_json(rp, 200, json_pack("{s:s,s:s}", "status", "ok",
-		    "instance", srv->opt->instance_name), 0);
-	else
-		reply_json(rp, 200, json_pack("{s:s}", "status", "ok"), 0);
+	gate_health(srv->gate, &h);
+	obj = json_pack("{s:s}", "status", h.degraded ? "degraded" : "ok");
+	if (obj != NULL && srv->opt->instance_name != NULL)
+		json_object_set_new(obj, "instance",
+		    json_string(srv->opt->instance_name));
+	if (obj != NULL && h.degraded)
+		json_object_set_new(obj, "accept", json_pack(
+		    "{s:I,s:s,s:f,s:b,s:I,s:I}", "failures",
+		    (json_int_t)h.accept_failures, "last_error",
+		    h.last_errno != 0 ? strerror(h.last_errno) : "",
+		    "seconds_since_failure", h.since_failure_s < 0 ? 0.0 :
+		    (double)(long long)(h.since_failure_s * 10.0 + 0.5) / 10.0,
+		    "backing_off", h.backing_off, "timed_out",
+		    (json_int_t)h.timed_out, "refused",
+		    (json_int_t)h.refused));
+	reply_json(rp, 200, obj, 0);
 }

@@ -18,6 +18,7 @@ struct conn;
 struct engine;
 struct io;
 struct engine_backend;
+struct gate;
 struct metrics;
 struct relay;
 struct state;
@@ -31,6 +32,8 @@ struct server {
 	struct io *io;                /* the I/O threads; NULL: streams are
 				       * relayed on the caller's thread
 				       * (relay_run: the unit tests) */
+	struct gate *gate;            /* the accept path (transport/gate.h);
+				       * NULL in the unit tests: healthy */
 	time_t started_at;            /* /v1/models "created" */
 	atomic_int stopping;          /* SIGTERM: new requests get 503 */
 	_Atomic uint64_t v1_requests; /* /v1 requests drawn for failure

@@ -15,6 +15,7 @@
 #define OPTIONS_DEFAULT_RETRY_MS 1000
 #define OPTIONS_DEFAULT_KEEPALIVE_MS 1000.0
 #define OPTIONS_DEFAULT_WRITE_STALL_MS 30000.0
+#define OPTIONS_DEFAULT_ACCEPT_TIMEOUT_MS 5000.0
 
 /* --procs: responder processes sharing a state directory, at most (as
  * many as the metrics file has process slots, stores/metrics.h). */
@@ -30,6 +31,11 @@ struct options {
 	double write_stall_ms;       /* a stream whose client has taken no
 				      * byte this long is cancelled; 0 =
 				      * never */
+	double accept_timeout_ms;    /* a FastCGI connection has this long
+				      * to send its whole request, and an
+				      * accept thread's reads and writes on
+				      * it this long from its taking it
+				      * (transport/gate.h) */
 	const char *state_dir;
 	uint32_t procs;              /* --procs: responder processes sharing
 				      * state_dir (sizes the state file) */

@@ -1,7 +1,8 @@
 /*
  * server/fcgi.h - the FastCGI side of tokstream-fcgi (FastCGI 1.0,
- * "Responder" role, over libfcgi): listening, a few accept threads
- * that accept with FCGX_Accept_r, and struct conn (conn.h) over an
+ * "Responder" role, over libfcgi): listening, the gate that accepts
+ * (transport/gate.h), a few accept threads that take its connections and
+ * read each request with FCGX_Accept_r, and struct conn (conn.h) over an
  * FCGX_Request. fcgi.c is the one file that includes libfcgi's header.
  */
 #ifndef TS_SERVER_FCGI_H
@@ -21,9 +22,11 @@ struct server;
 enum ts_err fcgi_listen(const char *socket_path, int backlog, char *err,
     size_t errlen);
 
-/* Starts `threads` accept threads, each taking one request at a time and
- * running its handler (route); a stream goes on to srv->io. Returns how
- * many started. */
+/* Starts the gate (srv->gate: accepting, with srv->opt's
+ * --accept-timeout-ms and FCGI_WEB_SERVER_ADDRS) and `threads` accept
+ * threads, each taking one request at a time from it and running its
+ * handler (route); a stream goes on to srv->io. Returns how many accept
+ * threads started: 0 when the gate did not (said on stderr). */
 int fcgi_start(struct server *srv, int threads);
 
 /* Requests on accept threads right now (for the shutdown's grace time). */

@@ -40,6 +40,11 @@ options_usage(FILE *f)
 "      --seed N                 jitter PRNG seed (default fixed)\n"
 "      --write-stall-ms MS      cancel a stream whose write has been blocked\n"
 "                               this long, 0 = never (default %.0f)\n"
+"      --accept-timeout-ms MS   close a FastCGI connection that has not sent\n"
+"                               its whole request this long after it was\n"
+"                               accepted, and end an accept thread's read or\n"
+"                               write on one this long after the thread took\n"
+"                               it, 100 to 600000 (default %.0f)\n"
 "      --no-cancel              demo only: keep generating for clients that\n"
 "                               left (the failure mode tokstream avoids)\n"
 "      --api-key KEY            every request that generates (/v1, /stream,\n"
@@ -105,7 +110,8 @@ options_usage(FILE *f)
 "  -V, --version                version\n",
 	    ENGINE_DEFAULT_MAX_NUM_SEQS,
 	    ENGINE_DEFAULT_MAX_WAITING, ENGINE_DEFAULT_LOAD_FACTOR,
-	    OPTIONS_DEFAULT_WRITE_STALL_MS, ENGINE_DEFAULT_KV_BLOCKS,
+	    OPTIONS_DEFAULT_WRITE_STALL_MS, OPTIONS_DEFAULT_ACCEPT_TIMEOUT_MS,
+	    ENGINE_DEFAULT_KV_BLOCKS,
 	    ENGINE_DEFAULT_BLOCK_SIZE, OPTIONS_DEFAULT_STATE_DIR,
 	    OPTIONS_MAX_PROCS,
 	    ENGINE_DEFAULT_PREFILL_BASE_MS,
@@ -218,7 +224,7 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
 	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
-	    O_FHEADER, O_PROCS };
+	    O_FHEADER, O_PROCS, O_ACCEPTTO };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -240,6 +246,7 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "jitter-tpot-ms", required_argument, NULL, O_JT },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "write-stall-ms", required_argument, NULL, O_STALL },
+		{ "accept-timeout-ms", required_argument, NULL, O_ACCEPTTO },
 		{ "no-cancel", no_argument, NULL, O_NOCANCEL },
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "served-model-name", required_argument, NULL, O_SERVED },
@@ -273,6 +280,7 @@ options_parse(struct options *o, int argc, char **argv)
 	o->id_prefix[0] = '\0';
 	inject_config_defaults(&o->inject);
 	o->write_stall_ms = OPTIONS_DEFAULT_WRITE_STALL_MS;
+	o->accept_timeout_ms = OPTIONS_DEFAULT_ACCEPT_TIMEOUT_MS;
 	o->state_dir = OPTIONS_DEFAULT_STATE_DIR;
 	o->procs = 1;
 	o->socket_path = NULL;
@@ -364,6 +372,16 @@ options_parse(struct options *o, int argc, char **argv)
 		case O_STALL:
 			o->write_stall_ms = parse_ms("write-stall-ms",
 			    optarg, 3600000);
+			break;
+		case O_ACCEPTTO:
+			o->accept_timeout_ms = parse_ms("accept-timeout-ms",
+			    optarg, 600000);
+			if (o->accept_timeout_ms < 100) {
+				fprintf(stderr, "tokstream-fcgi: "
+				    "--accept-timeout-ms must be from 100 to "
+				    "600000\n");
+				exit(2);
+			}
 			break;
 		case O_NOCANCEL:
 			o->engine.no_cancel = 1;
