@@ -107,6 +107,11 @@ struct engine_backend {
 				       * finish_reason "stop"; UINT32_MAX:
 				       * unused */
 	uint32_t max_token_bytes;     /* longest text of one token, bytes */
+	uint32_t vocab_size;          /* ids 0..vocab_size - 1 and eos_ids
+				       * are every id step and logprobs
+				       * give (their texts bound the size
+				       * of an answer: openai/cost.h); 0:
+				       * not told */
 	int guided;                   /* seq_start honours sampling.guide */
 
 	/* Starts a sequence of model `model` for (prompt, len), borrowed for

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "openai/chat.h"
+#include "openai/cost.h"
 #include "openai/encode.h"
 #include "common/rng.h"
 #include "openai/parse.h"
@@ -33,6 +34,10 @@ _Static_assert(OPENAI_MAX_STOP <= STOP_MAX, "more stop strings than the "
 
 _Static_assert(OPENAI_MAX_N <= RELAY_MAX_CHOICES, "a relay carries every "
     "choice");
+/* A /v1 answer within its bound fits the relay's buffer with its head
+ * (reply_head_buf: a status line and a few headers). */
+_Static_assert(OPENAI_MAX_ANSWER_BYTES + 64u * 1024u <= RELAY_OUT_MAX,
+    "a bounded answer fits the buffer it is encoded into");
 _Static_assert(INJECT_NKINDS - 1 == METRICS_INJECTED_KINDS, "a metrics "
     "counter for every failure kind");
 
@@ -861,6 +866,11 @@ v1_build(struct server *srv, struct reply *rp, enum openai_kind kind,
 		rc = openai_parse_request(kind, body.p ? body.p : "",
 		    body.len, models, n_models, &vr->req, &err);
 	ts_buf_free(&body);
+	/* an answer that could outgrow its buffer is refused before any
+	 * work (openai/cost.h): the I/O thread encodes it whole */
+	if (rc == TS_OK)
+		rc = openai_answer_check(&vr->req, &srv->tokcost,
+		    strlen(server_model_name(srv)), &err);
 	if (rc != TS_OK)
 		goto refuse;
 	if (kind != OPENAI_COMPLETIONS ?

@@ -79,14 +79,22 @@ cpu_of() {
 		'{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"n":16,"max_tokens":8192,"logprobs":true,"top_logprobs":20,"ignore_eos":true,"stream":true}' \
 		"$BASE/v1/chat/completions" -o "$BATS_TEST_TMPDIR/s.out" --max-filesize 200000
 	grep -q '"top_logprobs":\[{' "$BATS_TEST_TMPDIR/s.out"
-	# an answer within the bound is whole
-	[ "$(curl -sS -m 30 -o "$BATS_TEST_TMPDIR/ok.out" -w '%{http_code}' \
+	# with the simulator's tokens, n 1 and top_logprobs 20 allow
+	# max_tokens up to 3,108 (docs/API.md): that answer is whole, one
+	# token more is refused
+	[ "$(curl -sS -m 60 -o "$BATS_TEST_TMPDIR/ok.out" -w '%{http_code}' \
 		-H 'Content-Type: application/json' -d \
-		'{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":500,"logprobs":true,"top_logprobs":20,"ignore_eos":true}' \
+		'{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":3108,"logprobs":true,"top_logprobs":20,"ignore_eos":true}' \
 		"$BASE/v1/chat/completions")" = 200 ]
-	jq -e '(.choices[0].logprobs.content | length) == 500 and
+	jq -e '(.choices[0].logprobs.content | length) == 3108 and
 		([.choices[0].logprobs.content[].top_logprobs | length] | unique) == [20]' \
 		"$BATS_TEST_TMPDIR/ok.out"
+	echo "an answer of 3,108 tokens: $(wc -c <"$BATS_TEST_TMPDIR/ok.out") bytes"
+	[ "$(curl -sS -m 10 -o "$BATS_TEST_TMPDIR/no.out" -w '%{http_code}' \
+		-H 'Content-Type: application/json' -d \
+		'{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":3109,"logprobs":true,"top_logprobs":20,"ignore_eos":true}' \
+		"$BASE/v1/chat/completions")" = 400 ]
+	jq -e '.error.code == "answer_too_large"' "$BATS_TEST_TMPDIR/no.out"
 }
 
 @test "a 330-byte tool request whose schema's smallest instance is 1 MB costs what max_tokens can send, not the instance per choice" {
