@@ -155,64 +155,94 @@ v1_finish_of(const struct v1_choice *ch, enum engine_finish f)
 	    OPENAI_FINISH_STOP;
 }
 
+/* A choice's logprobs for its tokens [first, first + n), read from the
+ * engine's record one token at a time (openai_lp_src): no list of them
+ * is made. */
+struct v1_lp {
+	const struct engine_backend *be;
+	struct engine_view v;
+	uint32_t first;
+	uint32_t k;                   /* alternatives per token */
+	size_t off0, off;             /* text_offset of token first, and of
+				       * the next one got */
+	struct openai_lp_entry top[ENGINE_MAX_TOP_LOGPROBS];
+};
+
+/* Token id's text ("" for an id without one). */
+static const char *
+v1_text(const struct engine_backend *be, uint32_t id, size_t *len)
+{
+	const char *t = be->token_text(be->impl, id, len);
+
+	if (t == NULL) {
+		*len = 0;
+		return "";
+	}
+	return t;
+}
+
+/* openai_lp_src.get over a struct v1_lp: called for i = 0, 1, ... in
+ * order (a pass per array), so the offsets run from off0 each time. */
+static void
+v1_lp_get(void *ctx, size_t i, struct openai_lp_token *t)
+{
+	struct v1_lp *l = ctx;
+	const struct engine_logprob *e = l->v.lp + (size_t)(l->first + i) *
+	    l->v.lp_stride;
+	uint32_t j;
+
+	if (i == 0)
+		l->off = l->off0;
+	t->tok.text = v1_text(l->be, e[0].id, &t->tok.len);
+	t->tok.logprob = e[0].logprob;
+	for (j = 0; j < l->k; j++) {
+		l->top[j].text = v1_text(l->be, e[1 + j].id, &l->top[j].len);
+		l->top[j].logprob = e[1 + j].logprob;
+	}
+	t->top = l->top;
+	t->ntop = l->k;
+	t->text_offset = l->off;
+	l->off += t->tok.len;
+}
+
 /*
- * The logprobs of choice ch's tokens [lp_next, upto) (engine_view.lp) as
- * its "logprobs" object, or NULL when the request asked for none.
+ * The logprobs of choice ch's tokens [lp_next, upto) (engine_view.lp):
+ * fills *l and *src over them and moves lp_next and lp_off past them.
+ * src, or NULL when the request asked for none.
  */
-static json_t *
-v1_logprobs(struct relay *r, struct v1_choice *ch, uint32_t upto)
+static const struct openai_lp_src *
+v1_logprobs(struct relay *r, struct v1_choice *ch, uint32_t upto,
+    struct v1_lp *l, struct openai_lp_src *src)
 {
 	struct v1_resp *vr = r->resp;
 	const struct engine_backend *be = r->env.backend;
-	struct openai_lp_token *t;
-	struct openai_lp_entry *top;
-	struct engine_view v;
-	uint32_t i, j, n, k;
-	json_t *o;
+	uint32_t i;
+	size_t len;
 
 	if (!vr->req.logprobs)
 		return NULL;
-	engine_seq_view(ch->seq, &v);
-	if (upto > v.produced)
-		upto = v.produced;
-	if (v.lp == NULL || upto < ch->lp_next)
+	memset(l, 0, sizeof(*l));
+	engine_seq_view(ch->seq, &l->v);
+	if (upto > l->v.produced)
+		upto = l->v.produced;
+	if (l->v.lp == NULL || upto < ch->lp_next)
 		upto = ch->lp_next;
-	n = upto - ch->lp_next;
-	k = v.lp_stride > 0 ? v.lp_stride - 1 : 0;
-	t = xcalloc(n + 1, sizeof(*t));
-	top = xcalloc((size_t)n * k + 1, sizeof(*top));
-	for (i = 0; i < n; i++) {
-		const struct engine_logprob *e = v.lp + (size_t)(ch->lp_next +
-		    i) * v.lp_stride;
-
-		t[i].tok.text = be->token_text(be->impl, e[0].id,
-		    &t[i].tok.len);
-		if (t[i].tok.text == NULL) {
-			t[i].tok.text = "";
-			t[i].tok.len = 0;
-		}
-		t[i].tok.logprob = e[0].logprob;
-		t[i].top = top + (size_t)i * k;
-		t[i].ntop = k;
-		for (j = 0; j < k; j++) {
-			struct openai_lp_entry *x = &top[(size_t)i * k + j];
-
-			x->text = be->token_text(be->impl, e[1 + j].id,
-			    &x->len);
-			if (x->text == NULL) {
-				x->text = "";
-				x->len = 0;
-			}
-			x->logprob = e[1 + j].logprob;
-		}
-		t[i].text_offset = ch->lp_off;
-		ch->lp_off += t[i].tok.len;
+	l->be = be;
+	l->first = ch->lp_next;
+	l->k = l->v.lp_stride > 0 ? l->v.lp_stride - 1 : 0;
+	if (l->k > ENGINE_MAX_TOP_LOGPROBS)
+		l->k = ENGINE_MAX_TOP_LOGPROBS;
+	l->off0 = ch->lp_off;
+	for (i = ch->lp_next; i < upto; i++) {
+		(void)v1_text(be, l->v.lp[(size_t)i * l->v.lp_stride].id,
+		    &len);
+		ch->lp_off += len;
 	}
-	o = openai_logprobs_json(vr->meta.kind, t, n);
+	src->n = upto - ch->lp_next;
+	src->get = v1_lp_get;
+	src->ctx = l;
 	ch->lp_next = upto;
-	free(t);
-	free(top);
-	return o;
+	return src;
 }
 
 /* A choice's tool calls so far (the released part of each), for the
@@ -253,10 +283,11 @@ v1_call_span(const struct openai_plan_call *c, size_t at, size_t len,
 
 /* A tool-call answer's released text (text, len), the bytes from
  * ch->released on of the plan's guide: each call's head once, then
- * fragments of its arguments, in order. lp is taken. */
+ * fragments of its arguments, in order; lp (NULL: none) with the
+ * first. */
 static enum ts_err
 v1_tool_token(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out,
-    const char *text, size_t len, json_t *lp)
+    const char *text, size_t len, const struct openai_lp_src *lp)
 {
 	size_t at = ch->released, i;
 	enum ts_err rc = TS_OK;
@@ -277,7 +308,6 @@ v1_tool_token(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out,
 		    id, vr->req.tools[c->tool].name, text + (lo - at), n, lp);
 		lp = NULL;
 	}
-	json_decref(lp);
 	return rc;
 }
 
@@ -291,12 +321,14 @@ v1_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 {
 	struct v1_resp *vr = r->resp;
 	struct v1_choice *ch = v1_cur(r);
+	const struct openai_lp_src *lp;
+	struct openai_lp_src src;
+	struct v1_lp l;
 	enum ts_err rc;
-	json_t *lp;
 
 	if (len == 0 || vr->silent == V1_SILENT_ALL)
 		return TS_OK;
-	lp = v1_logprobs(r, ch, index + 1);
+	lp = v1_logprobs(r, ch, index + 1, &l, &src);
 	v1_enter(vr, r->choice);
 	if (ch->plan.ncalls > 0)
 		rc = v1_tool_token(vr, ch, out, text, len, lp);
@@ -533,6 +565,8 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	struct v1_resp *vr = r->resp;
 	struct openai_tool_call calls[RELAY_MAX_CHOICES][OPENAI_PLAN_MAX_CALLS];
 	struct openai_choice cs[RELAY_MAX_CHOICES];
+	struct openai_lp_src src[RELAY_MAX_CHOICES];
+	struct v1_lp lps[RELAY_MAX_CHOICES];
 	struct ts_buf *t0 = &vr->ch[0].text;
 	struct http_error err;
 	enum ts_err rc;
@@ -562,7 +596,8 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		cs[i].text = ch->text.p ? ch->text.p : "";
 		cs[i].len = ch->text.len;
 		cs[i].finish = v1_finish_of(ch, vi.finish);
-		cs[i].x.logprobs = v1_logprobs(r, ch, ch->lp_upto);
+		cs[i].x.logprobs = v1_logprobs(r, ch, ch->lp_upto, &lps[i],
+		    &src[i]);
 		cs[i].x.calls = calls[i];
 		cs[i].x.ncalls = ch->plan.ncalls > 0 ? v1_calls(vr, ch,
 		    calls[i]) : 0;
@@ -574,8 +609,6 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	    openai_resp_encode(out, &vr->rmeta, t0->p ? t0->p : "", t0->len,
 	    v1_finish(f), &vr->usage) :
 	    openai_encode_response_n(out, &vr->meta, cs, vr->n, &vr->usage);
-	for (i = 0; i < vr->n; i++)
-		json_decref(cs[i].x.logprobs);
 	if (rc != TS_OK || ts_buf_append(out, "\n", 1) != TS_OK) {
 		/* only a head went out (or nothing): say why instead */
 		out->len = mark;

@@ -126,6 +126,7 @@ worst_answer(const struct openai_request *r, int calls, const char *model)
 	struct openai_tool_call tc[OPENAI_PLAN_MAX_CALLS];
 	struct openai_lp_token *t;
 	struct openai_lp_entry top[20];
+	struct openai_lp_src src;
 	struct openai_usage u = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
 	struct openai_meta m;
 	struct ts_buf b;
@@ -160,14 +161,14 @@ worst_answer(const struct openai_request *r, int calls, const char *model)
 		t[i].ntop = r->top_logprobs;
 		t[i].text_offset = len;
 	}
+	openai_lp_src_array(&src, t, r->max_tokens);
 	memset(cs, 0, sizeof(cs));
 	for (i = 0; i < r->n; i++) {
 		cs[i].text = text;
 		cs[i].len = len;
 		cs[i].finish = calls ? OPENAI_FINISH_TOOL_CALLS :
 		    OPENAI_FINISH_LENGTH;
-		cs[i].x.logprobs = r->logprobs ? openai_logprobs_json(r->kind,
-		    t, r->max_tokens) : NULL;
+		cs[i].x.logprobs = r->logprobs ? &src : NULL;
 		cs[i].x.calls = tc;
 		cs[i].x.ncalls = calls ? OPENAI_PLAN_MAX_CALLS : 0;
 	}
@@ -175,8 +176,6 @@ worst_answer(const struct openai_request *r, int calls, const char *model)
 	assert_int_equal(openai_encode_response_n(&b, &m, cs, r->n, &u),
 	    TS_OK);
 	got = b.len;
-	for (i = 0; i < r->n; i++)
-		json_decref(cs[i].x.logprobs);
 	ts_buf_free(&b);
 	free(t);
 	free(text);
