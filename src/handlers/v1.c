@@ -44,7 +44,7 @@ _Static_assert(INJECT_NKINDS - 1 == METRICS_INJECTED_KINDS, "a metrics "
 /* One choice of a /v1 response (the OpenAI API's n). */
 struct v1_choice {
 	struct engine_seq *seq;
-	struct openai_plan plan;      /* tool calls, a JSON guide, an echo */
+	const struct openai_plan *plan; /* the response's (v1_resp.plan) */
 	struct ts_buf text;           /* the answer so far: not streamed, or
 				       * a /v1/responses stream (its done
 				       * events repeat the text) */
@@ -78,6 +78,8 @@ struct v1_resp {
 	struct openai_resp_meta rmeta; /* /v1/responses: what it echoes */
 	struct openai_resp_stream rstream; /* ... and its events' state */
 	struct openai_usage usage;
+	struct openai_plan plan;      /* tool calls, a JSON guide, an echo:
+				       * made once, every choice's */
 	struct v1_choice *ch;         /* n of them */
 	uint32_t n;
 	int32_t error_after;
@@ -104,10 +106,9 @@ v1_resp_free(struct relay *r)
 	uint32_t i;
 
 	openai_request_free(&vr->req);
-	for (i = 0; i < vr->n; i++) {
-		openai_plan_free(&vr->ch[i].plan);
+	openai_plan_free(&vr->plan);
+	for (i = 0; i < vr->n; i++)
 		ts_buf_free(&vr->ch[i].text);
-	}
 	free(vr->ch);
 	free(vr);
 }
@@ -151,7 +152,7 @@ v1_finish_of(const struct v1_choice *ch, enum engine_finish f)
 {
 	if (f == ENGINE_FINISH_LENGTH)
 		return OPENAI_FINISH_LENGTH;
-	return ch->plan.ncalls > 0 ? OPENAI_FINISH_TOOL_CALLS :
+	return ch->plan->ncalls > 0 ? OPENAI_FINISH_TOOL_CALLS :
 	    OPENAI_FINISH_STOP;
 }
 
@@ -251,13 +252,13 @@ static size_t
 v1_calls(const struct v1_resp *vr, const struct v1_choice *ch,
     struct openai_tool_call *out)
 {
-	size_t n = openai_plan_calls(&ch->plan, &vr->req, out), i, m = 0;
+	size_t n = openai_plan_calls(ch->plan, &vr->req, out), i, m = 0;
 	size_t have = ch->text.len;
 
 	for (i = 0; i < n; i++) {
-		size_t off = ch->plan.calls[i].off;
+		size_t off = ch->plan->calls[i].off;
 
-		if (off >= have && ch->plan.calls[i].len > 0)
+		if (off >= have && ch->plan->calls[i].len > 0)
 			break;
 		out[m] = out[i];
 		out[m].args = ch->text.p + off;
@@ -293,8 +294,8 @@ v1_tool_token(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out,
 	enum ts_err rc = TS_OK;
 
 	ch->released += len;
-	for (i = 0; i < ch->plan.ncalls && rc == TS_OK; i++) {
-		const struct openai_plan_call *c = &ch->plan.calls[i];
+	for (i = 0; i < ch->plan->ncalls && rc == TS_OK; i++) {
+		const struct openai_plan_call *c = &ch->plan->calls[i];
 		const char *id = NULL;
 		size_t lo, n = v1_call_span(c, at, len, &lo);
 
@@ -330,7 +331,7 @@ v1_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 		return TS_OK;
 	lp = v1_logprobs(r, ch, index + 1, &l, &src);
 	v1_enter(vr, r->choice);
-	if (ch->plan.ncalls > 0)
+	if (ch->plan->ncalls > 0)
 		rc = v1_tool_token(vr, ch, out, text, len, lp);
 	else
 		rc = openai_encode_chunk_lp(out, &vr->stream, text, len, lp);
@@ -449,9 +450,9 @@ v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
 	enum ts_err rc;
 
 	ch->released += len;
-	(void)openai_plan_calls(&ch->plan, &vr->req, calls);
-	for (i = 0; i < ch->plan.ncalls; i++) {
-		size_t lo, n = v1_call_span(&ch->plan.calls[i], at, len, &lo);
+	(void)openai_plan_calls(ch->plan, &vr->req, calls);
+	for (i = 0; i < ch->plan->ncalls; i++) {
+		size_t lo, n = v1_call_span(&ch->plan->calls[i], at, len, &lo);
 
 		if (n == 0)
 			continue;
@@ -488,7 +489,7 @@ v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	/* TS_ELIMIT: the answer's text or out is full */
 	rc = ts_buf_append(&ch->text, text, len);
 	if (rc == TS_OK)
-		rc = ch->plan.ncalls > 0 ?
+		rc = ch->plan->ncalls > 0 ?
 		    v1_resp_call_token(vr, ch, out, text, len) :
 		    openai_resp_encode_delta(out, &vr->rstream, text, len);
 	if (rc != TS_OK)
@@ -516,7 +517,7 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		return openai_resp_encode_error(out, &vr->rstream, &err,
 		    t->p ? t->p : "", t->len, &vr->usage);
 	}
-	if (vr->ch[0].plan.ncalls > 0) {
+	if (vr->plan.ncalls > 0) {
 		struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
 		size_t n = v1_calls(vr, &vr->ch[0], calls), mark = out->len;
 		enum ts_err rc = v1_resp_close_calls(vr, &vr->ch[0], out, n,
@@ -599,7 +600,7 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		cs[i].x.logprobs = v1_logprobs(r, ch, ch->lp_upto, &lps[i],
 		    &src[i]);
 		cs[i].x.calls = calls[i];
-		cs[i].x.ncalls = ch->plan.ncalls > 0 ? v1_calls(vr, ch,
+		cs[i].x.ncalls = ch->plan->ncalls > 0 ? v1_calls(vr, ch,
 		    calls[i]) : 0;
 	}
 	rc = vr->meta.kind == OPENAI_RESPONSES && cs[0].x.ncalls > 0 ?
@@ -784,26 +785,31 @@ v1_sampling(const struct v1_resp *vr, uint32_t k, uint64_t base,
 	sp->has_seed = vr->req.has_seed || k > 0;
 	sp->seed = k == 0 ? (uint64_t)vr->req.seed : v1_choice_seed(base, k);
 	sp->ignore_eos = vr->req.ignore_eos;
-	if (ch->plan.guided) {
-		sp->guide = ch->plan.guide.p != NULL ? ch->plan.guide.p : "";
-		sp->guide_len = ch->plan.guide.len;
+	if (ch->plan->guided) {
+		sp->guide = ch->plan->guide.p != NULL ? ch->plan->guide.p : "";
+		sp->guide_len = ch->plan->guide.len;
 	}
 	if (vr->req.logprobs)
 		sp->logprobs = 1 + vr->req.top_logprobs;
 }
 
 /*
- * Plans each of the request's n choices (tool calls, a JSON guide, an
- * echo: openai/plan.h) and fills its sampling. Returns 0, or 1 with *err
- * filled (a plan refused, or guided output on a backend without it).
+ * Plans the request's answer once (tool calls, a JSON guide, an echo:
+ * openai/plan.h), for every choice, and fills each choice's sampling.
+ * The plan is made no longer than the guide's bytes max_tokens tokens
+ * can carry (max_token_bytes each: backend.h, guided), so a schema whose
+ * instance is large costs what can be sent; the request's compiled
+ * schemas are freed then. Returns 0, or 1 with *err filled (a plan
+ * refused, or guided output on a backend without it).
  */
 static int
 v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
     struct http_error *err)
 {
 	const struct engine_request *job = &vj->job;
+	uint32_t tokens = vr->req.max_tokens, k;
 	uint64_t base, pbase;
-	uint32_t k;
+	int rc;
 
 	base = vr->req.has_seed ? (uint64_t)vr->req.seed :
 	    rng_seed_of(job->prompt, job->prompt_len);
@@ -811,6 +817,21 @@ v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
 	 * so each turn of an agent loop with a fixed seed gets new ids */
 	pbase = rng_seed_of(job->prompt, job->prompt_len) ^ (vr->req.has_seed ?
 	    rng_mix64((uint64_t)vr->req.seed) : 0);
+	/* v1_fill's max_tokens: an injected timeout's may be lower */
+	if (job->max_tokens > 0 && job->max_tokens < tokens)
+		tokens = job->max_tokens;
+	rc = openai_plan_make(&vr->req, pbase, srv->opt->echo,
+	    (size_t)tokens * srv->backend->max_token_bytes, &vr->plan, err);
+	openai_request_drop_schemas(&vr->req);
+	if (rc != TS_OK)
+		return 1;
+	if (vr->plan.guided && !srv->backend->guided) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "unsupported_parameter", "The %s backend cannot make tool "
+		    "calls, JSON output or echoes (it has no guided "
+		    "decoding).", srv->backend->name);
+		return 1;
+	}
 	vr->n = vr->req.n;
 	vr->ch = xcalloc(vr->n, sizeof(*vr->ch));
 	for (k = 0; k < vr->n; k++) {
@@ -818,16 +839,7 @@ v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
 
 		ts_buf_init(&ch->text, (size_t)HTTP_MAX_TOKENS_CAP *
 		    srv->backend->max_token_bytes * 3);
-		if (openai_plan_make(&vr->req, v1_choice_seed(pbase, k),
-		    srv->opt->echo, &ch->plan, err) != TS_OK)
-			return 1;
-		if (ch->plan.guided && !srv->backend->guided) {
-			http_error_set(err, 400, "invalid_request_error",
-			    "unsupported_parameter", "The %s backend cannot "
-			    "make tool calls, JSON output or echoes (it has "
-			    "no guided decoding).", srv->backend->name);
-			return 1;
-		}
+		ch->plan = &vr->plan;
 		v1_sampling(vr, k, base, &ch->sampling);
 	}
 	return 0;
@@ -1022,7 +1034,7 @@ v1_start(struct server *srv, struct reply *rp, enum openai_kind kind,
 		    vr->meta.id, "Cache-Control: no-cache\r\n"
 		    "X-Accel-Buffering: no\r\n");
 		if (rc == TS_OK && kind == OPENAI_RESPONSES)
-			rc = vr->ch[0].plan.ncalls > 0 ?
+			rc = vr->plan.ncalls > 0 ?
 			    openai_resp_encode_start_calls(&b, &vr->rstream) :
 			    openai_resp_encode_start(&b, &vr->rstream);
 		if (rc == TS_OK)
@@ -1057,10 +1069,10 @@ v1_discard(struct server *srv, struct v1_resp *vr)
 			    ENGINE_CAUSE_CLIENT_GONE);
 			engine_release(srv->engine, vr->ch[k].seq);
 		}
-		openai_plan_free(&vr->ch[k].plan);
 		ts_buf_free(&vr->ch[k].text);
 	}
 	free(vr->ch);
+	openai_plan_free(&vr->plan);
 	openai_request_free(&vr->req);
 	free(vr);
 }

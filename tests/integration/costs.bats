@@ -113,8 +113,10 @@ cpu_of() {
 	[ "$ch" -le $((4 * cp + 300)) ]
 	# the answer is still the instance's first bytes, cut by max_tokens
 	[ "$(post_file "$heavy" "$BATS_TEST_TMPDIR/h16")" = 200 ]
+	# planned once for the request: every choice makes the same call
 	jq -e '(.choices | length) == 16 and
 		([.choices[].finish_reason] | unique) == ["length"] and
+		([.choices[].message.tool_calls] | unique | length) == 1 and
 		(.choices[0].message.tool_calls[0].function.arguments |
 		 startswith("{\"a\":[\""))' "$BATS_TEST_TMPDIR/h16"
 	sed 's/"max_tokens":16/"max_tokens":64/' "$heavy" >"$BATS_TEST_TMPDIR/h64.json"
