@@ -107,7 +107,22 @@ struct engine_backend {
 				       * finish_reason "stop"; UINT32_MAX:
 				       * unused */
 	uint32_t max_token_bytes;     /* longest text of one token, bytes */
-	int guided;                   /* seq_start honours sampling.guide */
+	uint32_t vocab_size;          /* ids 0..vocab_size - 1 and eos_ids
+				       * are every id step and logprobs
+				       * give (their texts bound the size
+				       * of an answer: openai/cost.h); 0:
+				       * not told */
+	int guided;                   /* seq_start honours sampling.guide;
+				       * its tokens are a greedy longest
+				       * match of at most max_token_bytes
+				       * bytes each, so a guide's first k
+				       * tokens depend only on its first
+				       * k x max_token_bytes bytes, and g
+				       * bytes make at least
+				       * g / max_token_bytes tokens: the
+				       * server makes no more of a guide
+				       * than max_tokens can carry
+				       * (openai/plan.h) */
 
 	/* Starts a sequence of model `model` for (prompt, len), borrowed for
 	 * the call, and skips its first `skip` tokens (a resumed stream

@@ -26,6 +26,12 @@ server_model_names(const struct server *srv, const char *const **names)
 	return 1;
 }
 
+void
+server_init_costs(struct server *srv)
+{
+	openai_token_cost_of(srv->backend, &srv->tokcost);
+}
+
 struct relay_env
 server_relay_env(const struct server *srv)
 {

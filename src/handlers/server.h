@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "handlers/settings.h"
+#include "openai/cost.h"
 #include "transport/relay.h"
 
 struct conn;
@@ -40,7 +41,14 @@ struct server {
 				       * injection (inject_decide's n) */
 	/* CLOCK_MONOTONIC now, in ns (engine_now_ns, or a test's clock) */
 	int64_t (*now)(void);
+	/* the backend's worst tokens (openai/cost.h), which bound a /v1
+	 * answer's size: server_init_costs; zeros bound nothing */
+	struct openai_token_cost tokcost;
 };
+
+/* Fills srv->tokcost from srv->backend (openai_token_cost_of: a pass
+ * over its vocabulary), once, after the backend is set. */
+void server_init_costs(struct server *srv);
 
 /* What a relay of this server needs (transport/relay.h): its engine,
  * backend, metrics, clock and --keepalive-ms. */

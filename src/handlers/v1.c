@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "openai/chat.h"
+#include "openai/cost.h"
 #include "openai/encode.h"
 #include "common/rng.h"
 #include "openai/parse.h"
@@ -33,13 +34,17 @@ _Static_assert(OPENAI_MAX_STOP <= STOP_MAX, "more stop strings than the "
 
 _Static_assert(OPENAI_MAX_N <= RELAY_MAX_CHOICES, "a relay carries every "
     "choice");
+/* A /v1 answer within its bound fits the relay's buffer with its head
+ * (reply_head_buf: a status line and a few headers). */
+_Static_assert(OPENAI_MAX_ANSWER_BYTES + 64u * 1024u <= RELAY_OUT_MAX,
+    "a bounded answer fits the buffer it is encoded into");
 _Static_assert(INJECT_NKINDS - 1 == METRICS_INJECTED_KINDS, "a metrics "
     "counter for every failure kind");
 
 /* One choice of a /v1 response (the OpenAI API's n). */
 struct v1_choice {
 	struct engine_seq *seq;
-	struct openai_plan plan;      /* tool calls, a JSON guide, an echo */
+	const struct openai_plan *plan; /* the response's (v1_resp.plan) */
 	struct ts_buf text;           /* the answer so far: not streamed, or
 				       * a /v1/responses stream (its done
 				       * events repeat the text) */
@@ -73,6 +78,8 @@ struct v1_resp {
 	struct openai_resp_meta rmeta; /* /v1/responses: what it echoes */
 	struct openai_resp_stream rstream; /* ... and its events' state */
 	struct openai_usage usage;
+	struct openai_plan plan;      /* tool calls, a JSON guide, an echo:
+				       * made once, every choice's */
 	struct v1_choice *ch;         /* n of them */
 	uint32_t n;
 	int32_t error_after;
@@ -99,10 +106,9 @@ v1_resp_free(struct relay *r)
 	uint32_t i;
 
 	openai_request_free(&vr->req);
-	for (i = 0; i < vr->n; i++) {
-		openai_plan_free(&vr->ch[i].plan);
+	openai_plan_free(&vr->plan);
+	for (i = 0; i < vr->n; i++)
 		ts_buf_free(&vr->ch[i].text);
-	}
 	free(vr->ch);
 	free(vr);
 }
@@ -146,68 +152,98 @@ v1_finish_of(const struct v1_choice *ch, enum engine_finish f)
 {
 	if (f == ENGINE_FINISH_LENGTH)
 		return OPENAI_FINISH_LENGTH;
-	return ch->plan.ncalls > 0 ? OPENAI_FINISH_TOOL_CALLS :
+	return ch->plan->ncalls > 0 ? OPENAI_FINISH_TOOL_CALLS :
 	    OPENAI_FINISH_STOP;
 }
 
+/* A choice's logprobs for its tokens [first, first + n), read from the
+ * engine's record one token at a time (openai_lp_src): no list of them
+ * is made. */
+struct v1_lp {
+	const struct engine_backend *be;
+	struct engine_view v;
+	uint32_t first;
+	uint32_t k;                   /* alternatives per token */
+	size_t off0, off;             /* text_offset of token first, and of
+				       * the next one got */
+	struct openai_lp_entry top[ENGINE_MAX_TOP_LOGPROBS];
+};
+
+/* Token id's text ("" for an id without one). */
+static const char *
+v1_text(const struct engine_backend *be, uint32_t id, size_t *len)
+{
+	const char *t = be->token_text(be->impl, id, len);
+
+	if (t == NULL) {
+		*len = 0;
+		return "";
+	}
+	return t;
+}
+
+/* openai_lp_src.get over a struct v1_lp: called for i = 0, 1, ... in
+ * order (a pass per array), so the offsets run from off0 each time. */
+static void
+v1_lp_get(void *ctx, size_t i, struct openai_lp_token *t)
+{
+	struct v1_lp *l = ctx;
+	const struct engine_logprob *e = l->v.lp + (size_t)(l->first + i) *
+	    l->v.lp_stride;
+	uint32_t j;
+
+	if (i == 0)
+		l->off = l->off0;
+	t->tok.text = v1_text(l->be, e[0].id, &t->tok.len);
+	t->tok.logprob = e[0].logprob;
+	for (j = 0; j < l->k; j++) {
+		l->top[j].text = v1_text(l->be, e[1 + j].id, &l->top[j].len);
+		l->top[j].logprob = e[1 + j].logprob;
+	}
+	t->top = l->top;
+	t->ntop = l->k;
+	t->text_offset = l->off;
+	l->off += t->tok.len;
+}
+
 /*
- * The logprobs of choice ch's tokens [lp_next, upto) (engine_view.lp) as
- * its "logprobs" object, or NULL when the request asked for none.
+ * The logprobs of choice ch's tokens [lp_next, upto) (engine_view.lp):
+ * fills *l and *src over them and moves lp_next and lp_off past them.
+ * src, or NULL when the request asked for none.
  */
-static json_t *
-v1_logprobs(struct relay *r, struct v1_choice *ch, uint32_t upto)
+static const struct openai_lp_src *
+v1_logprobs(struct relay *r, struct v1_choice *ch, uint32_t upto,
+    struct v1_lp *l, struct openai_lp_src *src)
 {
 	struct v1_resp *vr = r->resp;
 	const struct engine_backend *be = r->env.backend;
-	struct openai_lp_token *t;
-	struct openai_lp_entry *top;
-	struct engine_view v;
-	uint32_t i, j, n, k;
-	json_t *o;
+	uint32_t i;
+	size_t len;
 
 	if (!vr->req.logprobs)
 		return NULL;
-	engine_seq_view(ch->seq, &v);
-	if (upto > v.produced)
-		upto = v.produced;
-	if (v.lp == NULL || upto < ch->lp_next)
+	memset(l, 0, sizeof(*l));
+	engine_seq_view(ch->seq, &l->v);
+	if (upto > l->v.produced)
+		upto = l->v.produced;
+	if (l->v.lp == NULL || upto < ch->lp_next)
 		upto = ch->lp_next;
-	n = upto - ch->lp_next;
-	k = v.lp_stride > 0 ? v.lp_stride - 1 : 0;
-	t = xcalloc(n + 1, sizeof(*t));
-	top = xcalloc((size_t)n * k + 1, sizeof(*top));
-	for (i = 0; i < n; i++) {
-		const struct engine_logprob *e = v.lp + (size_t)(ch->lp_next +
-		    i) * v.lp_stride;
-
-		t[i].tok.text = be->token_text(be->impl, e[0].id,
-		    &t[i].tok.len);
-		if (t[i].tok.text == NULL) {
-			t[i].tok.text = "";
-			t[i].tok.len = 0;
-		}
-		t[i].tok.logprob = e[0].logprob;
-		t[i].top = top + (size_t)i * k;
-		t[i].ntop = k;
-		for (j = 0; j < k; j++) {
-			struct openai_lp_entry *x = &top[(size_t)i * k + j];
-
-			x->text = be->token_text(be->impl, e[1 + j].id,
-			    &x->len);
-			if (x->text == NULL) {
-				x->text = "";
-				x->len = 0;
-			}
-			x->logprob = e[1 + j].logprob;
-		}
-		t[i].text_offset = ch->lp_off;
-		ch->lp_off += t[i].tok.len;
+	l->be = be;
+	l->first = ch->lp_next;
+	l->k = l->v.lp_stride > 0 ? l->v.lp_stride - 1 : 0;
+	if (l->k > ENGINE_MAX_TOP_LOGPROBS)
+		l->k = ENGINE_MAX_TOP_LOGPROBS;
+	l->off0 = ch->lp_off;
+	for (i = ch->lp_next; i < upto; i++) {
+		(void)v1_text(be, l->v.lp[(size_t)i * l->v.lp_stride].id,
+		    &len);
+		ch->lp_off += len;
 	}
-	o = openai_logprobs_json(vr->meta.kind, t, n);
+	src->n = upto - ch->lp_next;
+	src->get = v1_lp_get;
+	src->ctx = l;
 	ch->lp_next = upto;
-	free(t);
-	free(top);
-	return o;
+	return src;
 }
 
 /* A choice's tool calls so far (the released part of each), for the
@@ -216,13 +252,13 @@ static size_t
 v1_calls(const struct v1_resp *vr, const struct v1_choice *ch,
     struct openai_tool_call *out)
 {
-	size_t n = openai_plan_calls(&ch->plan, &vr->req, out), i, m = 0;
+	size_t n = openai_plan_calls(ch->plan, &vr->req, out), i, m = 0;
 	size_t have = ch->text.len;
 
 	for (i = 0; i < n; i++) {
-		size_t off = ch->plan.calls[i].off;
+		size_t off = ch->plan->calls[i].off;
 
-		if (off >= have && ch->plan.calls[i].len > 0)
+		if (off >= have && ch->plan->calls[i].len > 0)
 			break;
 		out[m] = out[i];
 		out[m].args = ch->text.p + off;
@@ -248,17 +284,18 @@ v1_call_span(const struct openai_plan_call *c, size_t at, size_t len,
 
 /* A tool-call answer's released text (text, len), the bytes from
  * ch->released on of the plan's guide: each call's head once, then
- * fragments of its arguments, in order. lp is taken. */
+ * fragments of its arguments, in order; lp (NULL: none) with the
+ * first. */
 static enum ts_err
 v1_tool_token(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out,
-    const char *text, size_t len, json_t *lp)
+    const char *text, size_t len, const struct openai_lp_src *lp)
 {
 	size_t at = ch->released, i;
 	enum ts_err rc = TS_OK;
 
 	ch->released += len;
-	for (i = 0; i < ch->plan.ncalls && rc == TS_OK; i++) {
-		const struct openai_plan_call *c = &ch->plan.calls[i];
+	for (i = 0; i < ch->plan->ncalls && rc == TS_OK; i++) {
+		const struct openai_plan_call *c = &ch->plan->calls[i];
 		const char *id = NULL;
 		size_t lo, n = v1_call_span(c, at, len, &lo);
 
@@ -272,7 +309,6 @@ v1_tool_token(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out,
 		    id, vr->req.tools[c->tool].name, text + (lo - at), n, lp);
 		lp = NULL;
 	}
-	json_decref(lp);
 	return rc;
 }
 
@@ -286,14 +322,16 @@ v1_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 {
 	struct v1_resp *vr = r->resp;
 	struct v1_choice *ch = v1_cur(r);
+	const struct openai_lp_src *lp;
+	struct openai_lp_src src;
+	struct v1_lp l;
 	enum ts_err rc;
-	json_t *lp;
 
 	if (len == 0 || vr->silent == V1_SILENT_ALL)
 		return TS_OK;
-	lp = v1_logprobs(r, ch, index + 1);
+	lp = v1_logprobs(r, ch, index + 1, &l, &src);
 	v1_enter(vr, r->choice);
-	if (ch->plan.ncalls > 0)
+	if (ch->plan->ncalls > 0)
 		rc = v1_tool_token(vr, ch, out, text, len, lp);
 	else
 		rc = openai_encode_chunk_lp(out, &vr->stream, text, len, lp);
@@ -412,9 +450,9 @@ v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
 	enum ts_err rc;
 
 	ch->released += len;
-	(void)openai_plan_calls(&ch->plan, &vr->req, calls);
-	for (i = 0; i < ch->plan.ncalls; i++) {
-		size_t lo, n = v1_call_span(&ch->plan.calls[i], at, len, &lo);
+	(void)openai_plan_calls(ch->plan, &vr->req, calls);
+	for (i = 0; i < ch->plan->ncalls; i++) {
+		size_t lo, n = v1_call_span(&ch->plan->calls[i], at, len, &lo);
 
 		if (n == 0)
 			continue;
@@ -451,7 +489,7 @@ v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	/* TS_ELIMIT: the answer's text or out is full */
 	rc = ts_buf_append(&ch->text, text, len);
 	if (rc == TS_OK)
-		rc = ch->plan.ncalls > 0 ?
+		rc = ch->plan->ncalls > 0 ?
 		    v1_resp_call_token(vr, ch, out, text, len) :
 		    openai_resp_encode_delta(out, &vr->rstream, text, len);
 	if (rc != TS_OK)
@@ -479,7 +517,7 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		return openai_resp_encode_error(out, &vr->rstream, &err,
 		    t->p ? t->p : "", t->len, &vr->usage);
 	}
-	if (vr->ch[0].plan.ncalls > 0) {
+	if (vr->plan.ncalls > 0) {
 		struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
 		size_t n = v1_calls(vr, &vr->ch[0], calls), mark = out->len;
 		enum ts_err rc = v1_resp_close_calls(vr, &vr->ch[0], out, n,
@@ -528,6 +566,8 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	struct v1_resp *vr = r->resp;
 	struct openai_tool_call calls[RELAY_MAX_CHOICES][OPENAI_PLAN_MAX_CALLS];
 	struct openai_choice cs[RELAY_MAX_CHOICES];
+	struct openai_lp_src src[RELAY_MAX_CHOICES];
+	struct v1_lp lps[RELAY_MAX_CHOICES];
 	struct ts_buf *t0 = &vr->ch[0].text;
 	struct http_error err;
 	enum ts_err rc;
@@ -557,9 +597,10 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		cs[i].text = ch->text.p ? ch->text.p : "";
 		cs[i].len = ch->text.len;
 		cs[i].finish = v1_finish_of(ch, vi.finish);
-		cs[i].x.logprobs = v1_logprobs(r, ch, ch->lp_upto);
+		cs[i].x.logprobs = v1_logprobs(r, ch, ch->lp_upto, &lps[i],
+		    &src[i]);
 		cs[i].x.calls = calls[i];
-		cs[i].x.ncalls = ch->plan.ncalls > 0 ? v1_calls(vr, ch,
+		cs[i].x.ncalls = ch->plan->ncalls > 0 ? v1_calls(vr, ch,
 		    calls[i]) : 0;
 	}
 	rc = vr->meta.kind == OPENAI_RESPONSES && cs[0].x.ncalls > 0 ?
@@ -569,8 +610,6 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	    openai_resp_encode(out, &vr->rmeta, t0->p ? t0->p : "", t0->len,
 	    v1_finish(f), &vr->usage) :
 	    openai_encode_response_n(out, &vr->meta, cs, vr->n, &vr->usage);
-	for (i = 0; i < vr->n; i++)
-		json_decref(cs[i].x.logprobs);
 	if (rc != TS_OK || ts_buf_append(out, "\n", 1) != TS_OK) {
 		/* only a head went out (or nothing): say why instead */
 		out->len = mark;
@@ -746,26 +785,31 @@ v1_sampling(const struct v1_resp *vr, uint32_t k, uint64_t base,
 	sp->has_seed = vr->req.has_seed || k > 0;
 	sp->seed = k == 0 ? (uint64_t)vr->req.seed : v1_choice_seed(base, k);
 	sp->ignore_eos = vr->req.ignore_eos;
-	if (ch->plan.guided) {
-		sp->guide = ch->plan.guide.p != NULL ? ch->plan.guide.p : "";
-		sp->guide_len = ch->plan.guide.len;
+	if (ch->plan->guided) {
+		sp->guide = ch->plan->guide.p != NULL ? ch->plan->guide.p : "";
+		sp->guide_len = ch->plan->guide.len;
 	}
 	if (vr->req.logprobs)
 		sp->logprobs = 1 + vr->req.top_logprobs;
 }
 
 /*
- * Plans each of the request's n choices (tool calls, a JSON guide, an
- * echo: openai/plan.h) and fills its sampling. Returns 0, or 1 with *err
- * filled (a plan refused, or guided output on a backend without it).
+ * Plans the request's answer once (tool calls, a JSON guide, an echo:
+ * openai/plan.h), for every choice, and fills each choice's sampling.
+ * The plan is made no longer than the guide's bytes max_tokens tokens
+ * can carry (max_token_bytes each: backend.h, guided), so a schema whose
+ * instance is large costs what can be sent; the request's compiled
+ * schemas are freed then. Returns 0, or 1 with *err filled (a plan
+ * refused, or guided output on a backend without it).
  */
 static int
 v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
     struct http_error *err)
 {
 	const struct engine_request *job = &vj->job;
+	uint32_t tokens = vr->req.max_tokens, k;
 	uint64_t base, pbase;
-	uint32_t k;
+	int rc;
 
 	base = vr->req.has_seed ? (uint64_t)vr->req.seed :
 	    rng_seed_of(job->prompt, job->prompt_len);
@@ -773,6 +817,21 @@ v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
 	 * so each turn of an agent loop with a fixed seed gets new ids */
 	pbase = rng_seed_of(job->prompt, job->prompt_len) ^ (vr->req.has_seed ?
 	    rng_mix64((uint64_t)vr->req.seed) : 0);
+	/* v1_fill's max_tokens: an injected timeout's may be lower */
+	if (job->max_tokens > 0 && job->max_tokens < tokens)
+		tokens = job->max_tokens;
+	rc = openai_plan_make(&vr->req, pbase, srv->opt->echo,
+	    (size_t)tokens * srv->backend->max_token_bytes, &vr->plan, err);
+	openai_request_drop_schemas(&vr->req);
+	if (rc != TS_OK)
+		return 1;
+	if (vr->plan.guided && !srv->backend->guided) {
+		http_error_set(err, 400, "invalid_request_error",
+		    "unsupported_parameter", "The %s backend cannot make tool "
+		    "calls, JSON output or echoes (it has no guided "
+		    "decoding).", srv->backend->name);
+		return 1;
+	}
 	vr->n = vr->req.n;
 	vr->ch = xcalloc(vr->n, sizeof(*vr->ch));
 	for (k = 0; k < vr->n; k++) {
@@ -780,16 +839,7 @@ v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
 
 		ts_buf_init(&ch->text, (size_t)HTTP_MAX_TOKENS_CAP *
 		    srv->backend->max_token_bytes * 3);
-		if (openai_plan_make(&vr->req, v1_choice_seed(pbase, k),
-		    srv->opt->echo, &ch->plan, err) != TS_OK)
-			return 1;
-		if (ch->plan.guided && !srv->backend->guided) {
-			http_error_set(err, 400, "invalid_request_error",
-			    "unsupported_parameter", "The %s backend cannot "
-			    "make tool calls, JSON output or echoes (it has "
-			    "no guided decoding).", srv->backend->name);
-			return 1;
-		}
+		ch->plan = &vr->plan;
 		v1_sampling(vr, k, base, &ch->sampling);
 	}
 	return 0;
@@ -861,6 +911,11 @@ v1_build(struct server *srv, struct reply *rp, enum openai_kind kind,
 		rc = openai_parse_request(kind, body.p ? body.p : "",
 		    body.len, models, n_models, &vr->req, &err);
 	ts_buf_free(&body);
+	/* an answer that could outgrow its buffer is refused before any
+	 * work (openai/cost.h): the I/O thread encodes it whole */
+	if (rc == TS_OK)
+		rc = openai_answer_check(&vr->req, &srv->tokcost,
+		    strlen(server_model_name(srv)), &err);
 	if (rc != TS_OK)
 		goto refuse;
 	if (kind != OPENAI_COMPLETIONS ?
@@ -979,7 +1034,7 @@ v1_start(struct server *srv, struct reply *rp, enum openai_kind kind,
 		    vr->meta.id, "Cache-Control: no-cache\r\n"
 		    "X-Accel-Buffering: no\r\n");
 		if (rc == TS_OK && kind == OPENAI_RESPONSES)
-			rc = vr->ch[0].plan.ncalls > 0 ?
+			rc = vr->plan.ncalls > 0 ?
 			    openai_resp_encode_start_calls(&b, &vr->rstream) :
 			    openai_resp_encode_start(&b, &vr->rstream);
 		if (rc == TS_OK)
@@ -1014,10 +1069,10 @@ v1_discard(struct server *srv, struct v1_resp *vr)
 			    ENGINE_CAUSE_CLIENT_GONE);
 			engine_release(srv->engine, vr->ch[k].seq);
 		}
-		openai_plan_free(&vr->ch[k].plan);
 		ts_buf_free(&vr->ch[k].text);
 	}
 	free(vr->ch);
+	openai_plan_free(&vr->plan);
 	openai_request_free(&vr->req);
 	free(vr);
 }

@@ -36,6 +36,8 @@ explain_inf(struct ctx *c, struct node *n)
 	for (steps = 0; steps <= c->nall; steps++) {
 		struct node *next = NULL;
 
+		if (schema_step(c, 1 + n->nprops + n->nbr + n->mini) < 0)
+			return;
 		n->mark = 1;
 		switch (n->kind) {
 		case K_NEVER:
@@ -156,9 +158,10 @@ type_sets(struct ctx *c)
 	size_t i;
 	int round, changed;
 
-	for (round = 0; round < MAX_ROUNDS; round++) {
+	for (round = 0; round < MAX_ROUNDS && c->rc == TS_OK; round++) {
 		changed = 0;
-		for (i = c->nall; i-- > 0;)
+		for (i = c->nall; i-- > 0 &&
+		    schema_step(c, 1 + c->all[i]->nbr) == 0;)
 			changed |= type_node(c->all[i]);
 		if (!changed)
 			break;
@@ -270,19 +273,32 @@ rejects(struct ctx *c, const struct node *a, const struct node *b)
 static void
 check_oneof(struct ctx *c, const struct node *n)
 {
+	uint64_t w0 = c->work;
 	size_t i, j;
 
+	/* a step per comparison made (c->work counts them); a oneOf that
+	 * would spend the rest of the budget is named */
 	for (i = 0; i < n->nbr; i++) {
+		if (c->steps + (c->work - w0) > c->max_steps) {
+			schema_path_failat(c, TS_ELIMIT, n->path,
+			    "\"oneOf\" is too large to check");
+			return;
+		}
+		if (schema_step(c, c->work - w0) < 0)
+			return;
+		w0 = c->work;
 		if (n->br[i]->cost == INF)
 			continue;
 		for (j = i + 1; j < n->nbr; j++) {
 			if (n->br[j]->cost == INF)
 				continue;
 			if (++c->work <= CHECK_WORK &&
+			    c->steps + (c->work - w0) <= c->max_steps &&
 			    rejects(c, n->br[i], n->br[j]) &&
 			    rejects(c, n->br[j], n->br[i]))
 				continue;
-			if (c->work > CHECK_WORK)
+			if (c->work > CHECK_WORK ||
+			    c->steps + (c->work - w0) > c->max_steps)
 				schema_path_failat(c, TS_ELIMIT, n->path,
 				    "\"oneOf\" is too large to check");
 			else
@@ -294,6 +310,7 @@ check_oneof(struct ctx *c, const struct node *n)
 			return;
 		}
 	}
+	(void)schema_step(c, c->work - w0);
 }
 
 /* A list of owned values, at most MAX_DOMAIN. */
@@ -333,13 +350,13 @@ vl_free(struct vlist *l)
 /* Drops repeated values (schema_value_same), keeping the first of
  * each. */
 static void
-vl_dedupe(struct vlist *l)
+vl_dedupe(struct ctx *c, struct vlist *l)
 {
 	struct costidx *h;
 	unsigned char *dup;
 	size_t i, j, k = 0;
 
-	if (l->n < 2)
+	if (l->n < 2 || schema_step(c, 4 * (uint64_t)l->n) < 0)
 		return;
 	h = xcalloc(l->n, sizeof(*h));
 	dup = xcalloc(l->n, 1);
@@ -349,7 +366,8 @@ vl_dedupe(struct vlist *l)
 	}
 	qsort(h, l->n, sizeof(*h), schema_size_costidx_cmp);
 	for (i = 1; i < l->n; i++)
-		for (j = i; j-- > 0 && h[j].cost == h[i].cost;)
+		for (j = i; j-- > 0 && h[j].cost == h[i].cost &&
+		    schema_step(c, 1) == 0;)
 			if (!dup[h[j].i] && schema_value_same(l->v[h[j].i],
 			    l->v[h[i].i])) {
 				dup[h[i].i] = 1;
@@ -398,7 +416,15 @@ product(struct ctx *c, const struct node *n, struct vlist *out, int obj,
 			if (opt && vl_push(&next, json_incref(cur.v[j])) < 0)
 				goto fail_next;
 			for (k = 0; k < p->ndom; k++) {
-				json_t *x = json_copy(cur.v[j]);
+				json_t *x;
+
+				/* a copy: a new value and its members,
+				 * STEPS_VALUE each */
+				if (schema_step(c, STEPS_VALUE * (1 + (obj ?
+				    json_object_size(cur.v[j]) :
+				    json_array_size(cur.v[j])))) < 0)
+					goto fail_next;
+				x = json_copy(cur.v[j]);
 				int bad = x == NULL || (obj ?
 				    json_object_setn(x, n->props[i].key,
 				    n->props[i].len, p->dom[k]) :
@@ -451,7 +477,9 @@ enumerate_type(struct ctx *c, struct node *n, int t, struct vlist *l,
 		if (t == TY_NUM && n->ds.single)
 			return vl_push(l, json_real(n->ds.value));
 		if (t == TY_INT || n->num_int) {
-			if ((uint64_t)(n->is.khi - n->is.klo) >= MAX_DOMAIN)
+			if ((uint64_t)(n->is.khi - n->is.klo) >= MAX_DOMAIN ||
+			    schema_step(c, STEPS_VALUE * ((uint64_t)(n->is.khi -
+			    n->is.klo) + 1)) < 0)
 				return -1;
 			for (k = n->is.klo; k <= n->is.khi; k++) {
 				a = k * n->is.step;
@@ -462,7 +490,9 @@ enumerate_type(struct ctx *c, struct node *n, int t, struct vlist *l,
 			}
 			return 0;
 		}
-		if ((uint64_t)(n->ds.nhi - n->ds.nlo) >= MAX_DOMAIN)
+		if ((uint64_t)(n->ds.nhi - n->ds.nlo) >= MAX_DOMAIN ||
+		    schema_step(c, STEPS_VALUE * ((uint64_t)(n->ds.nhi -
+		    n->ds.nlo) + 1)) < 0)
 			return -1;
 		for (k = n->ds.nlo; k <= n->ds.nhi; k++) {
 			if (!schema_num_mult_ok(&n->b,
@@ -476,7 +506,8 @@ enumerate_type(struct ctx *c, struct node *n, int t, struct vlist *l,
 		}
 		return 0;
 	case TY_STR:            /* a..z strings of at most 2 letters */
-		if (n->fmt != F_NONE || n->maxl > 2)
+		if (n->fmt != F_NONE || n->maxl > 2 ||
+		    schema_step(c, STEPS_VALUE * (1 + 26 + 26 * 26)) < 0)
 			return -1;
 		for (k = 0; k < 1 + 26 + 26 * 26; k++) {
 			char b[2] = { (char)('a' + (k - 1) % 26),
@@ -522,12 +553,16 @@ enumerate(struct ctx *c, struct node *n, unsigned depth)
 		return 0;
 	if (n->dom_state != DOM_UNKNOWN || depth > DOM_DEPTH)
 		return -1;      /* not listable, or a recursion */
+	if (schema_step(c, 1 + STEPS_VALUE * n->nvals) < 0)
+		return -1;
 	n->dom_state = DOM_BUSY;
 	switch (n->kind) {
 	case K_NEVER:
 		break;
 	case K_REF:
 		rc = enumerate(c, n->ref, depth + 1);
+		if (rc == 0)
+			rc = schema_step(c, n->ref->ndom);
 		for (i = 0; rc == 0 && i < n->ref->ndom; i++)
 			rc = vl_push(&l, json_incref(n->ref->dom[i]));
 		break;
@@ -538,6 +573,8 @@ enumerate(struct ctx *c, struct node *n, unsigned depth)
 			if (n->br[i]->cost == INF)
 				continue;
 			rc = enumerate(c, n->br[i], depth + 1);
+			if (rc == 0)
+				rc = schema_step(c, n->br[i]->ndom);
 			for (j = 0; rc == 0 && j < n->br[i]->ndom; j++)
 				rc = vl_push(&l, json_incref(
 				    n->br[i]->dom[j]));
@@ -556,7 +593,12 @@ enumerate(struct ctx *c, struct node *n, unsigned depth)
 		n->dom_state = DOM_NO;
 		return -1;
 	}
-	vl_dedupe(&l);
+	vl_dedupe(c, &l);
+	if (c->rc != TS_OK) {
+		vl_free(&l);
+		n->dom_state = DOM_NO;
+		return -1;
+	}
 	n->dom = l.v;
 	n->ndom = l.n;
 	for (i = 0; i < l.n; i++)
@@ -569,7 +611,7 @@ enumerate(struct ctx *c, struct node *n, unsigned depth)
 /* Distinct plain strings of at most maxl characters the generator makes
  * (prefixes of the words). */
 static uint64_t
-str_count(const struct node *n)
+str_count(struct ctx *c, const struct node *n)
 {
 	size_t i, j, li, lj, cut = n->maxl;
 	uint64_t k = 0;
@@ -592,6 +634,8 @@ str_count(const struct node *n)
 		return 1;
 	if (cut >= 8)
 		return LARGE;
+	if (schema_step(c, NWORDS * NWORDS / 4) < 0)
+		return 1;
 	for (i = 0; i < NWORDS; i++) {
 		li = schema_num_zmin(cut, strlen(schema_words[i]));
 		for (j = 0; j < i; j++) {
@@ -628,9 +672,9 @@ type_count(struct ctx *c, struct node *n, int t)
 		return n->ds.single ? 1 :
 		    (uint64_t)(n->ds.nhi - n->ds.nlo) + 1;
 	case TY_STR:
-		return str_count(n);
+		return str_count(c, n);
 	case TY_OBJ:
-		for (i = 0; i < n->nprops; i++) {
+		for (i = 0; i < n->nprops && schema_step(c, 1) == 0; i++) {
 			if (n->props[i].n->cost == INF)
 				continue;
 			x = dcount(c, n->props[i].n);
@@ -642,7 +686,8 @@ type_count(struct ctx *c, struct node *n, int t)
 		schema_size_arr_lengths(n, &base, &top);
 		for (len = base; len <= top; len++) {
 			x = 1;
-			for (i = 0; i < len && x < LARGE; i++)
+			for (i = 0; i < len && x < LARGE &&
+			    schema_step(c, 1) == 0; i++)
 				x = schema_num_sat_mul(x, dcount(c,
 				    (struct node *)schema_size_item(n, i)),
 				    LARGE);
@@ -666,6 +711,8 @@ dcount(struct ctx *c, struct node *n)
 		return n->dcount;
 	if (n->dstate == 1)
 		return 1;       /* a recursion: at least one value */
+	if (schema_step(c, 1 + n->nbr) < 0)
+		return 1;
 	if (enumerate(c, n, 0) == 0) {
 		n->dstate = 2;
 		n->dcount = n->ndom;
@@ -724,7 +771,7 @@ check_unique(struct ctx *c, struct node *n)
 	for (i = 0; i < np; i++)
 		gt[i] = norm(gen_types(n->prefix[i]));
 	gt[np] = L > np ? norm(gen_types(n->rest)) : 0;
-	for (i = 0; i <= np && c->rc == TS_OK; i++) {
+	for (i = 0; i <= np && schema_step(c, 1 + i) == 0; i++) {
 		if (i == np && L == np)
 			break;
 		for (j = 0, k = 0; j < i; j++)
@@ -796,6 +843,8 @@ schema_check(struct ctx *c, struct node *root)
 	size_t i;
 
 	type_sets(c);
+	if (c->rc != TS_OK)
+		return;
 	if (root->cost == INF) {
 		explain_inf(c, root);
 		return;

@@ -287,6 +287,8 @@ get_types(struct ctx *c, const json_t *v, unsigned *mask)
 		    "or a non-empty array of them");
 		return -1;
 	}
+	if (schema_step(c, n) < 0)
+		return -1;
 	for (i = 0; i < n; i++) {
 		e = json_is_string(v) ? v : json_array_get(v, i);
 		if (!json_is_string(e))
@@ -333,6 +335,8 @@ resolve_ref(struct ctx *c, const json_t *v, char *tpath, size_t tsize)
 	r = json_string_value(v);
 	len = json_string_length(v);
 	show = len > 64 ? 64 : (int)len;
+	if (schema_step(c, 1 + len / 16) < 0)
+		return NULL;
 	if (len == 1 && r[0] == '#') {
 		tpath[0] = '\0';
 		return c->root;
@@ -529,6 +533,8 @@ flatten(struct ctx *c, const json_t *s, unsigned hops, unsigned depth,
 		    "%d", SCHEMA_GEN_MAX_SCHEMA_DEPTH);
 		return -1;
 	}
+	if (schema_step(c, 1 + json_object_size(s)) < 0)
+		return -1;
 	if (json_is_true(s))
 		return 0;
 	if (!json_is_object(s)) {
@@ -663,6 +669,8 @@ compile_object(struct ctx *c, struct node *n, const struct part *parts,
 		if (rq != NULL && !json_is_array(rq))
 			goto bad_required;
 		cap += json_object_size(pr) + json_array_size(rq);
+		if (schema_step(c, 1 + json_array_size(rq)) < 0)
+			goto out;
 		for (j = 0; j < json_array_size(rq); j++) {
 			v = json_array_get(rq, j);
 			if (!json_is_string(v))
@@ -705,6 +713,9 @@ compile_object(struct ctx *c, struct node *n, const struct part *parts,
 		}
 		if (np == 1)
 			continue;
+		/* every name of every part, and the required ones */
+		if (schema_step(c, cap + json_object_size(seen)) < 0)
+			goto out;
 		for (j = 0; j < np; j++) {
 			json_object_keylen_foreach((json_t *)json_object_get(
 			    parts[j].s, "properties"), key, klen, v) {
@@ -730,6 +741,8 @@ compile_object(struct ctx *c, struct node *n, const struct part *parts,
 	for (i = 0; i < np; i++) {
 		pr = json_object_get(parts[i].s, "properties");
 		json_object_keylen_foreach((json_t *)pr, key, klen, v) {
+			if (schema_step(c, 1 + i) < 0)
+				goto out;
 			dup = NULL;
 			for (j = 0; j < i && dup == NULL; j++)
 				dup = json_object_getn(json_object_get(
@@ -764,8 +777,13 @@ compile_object(struct ctx *c, struct node *n, const struct part *parts,
 			v = json_array_get(rq, j);
 			key = json_string_value(v);
 			klen = json_string_length(v);
+			/* the parts' lookups, then the properties' scan */
+			if (schema_step(c, np) < 0)
+				goto out;
 			if (declared(parts, np, key, klen))
 				continue;
+			if (schema_step(c, n->nprops) < 0)
+				goto out;
 			for (k = 0; k < n->nprops; k++)
 				if (n->props[k].len == klen &&
 				    memcmp(n->props[k].key, key, klen) == 0)
@@ -1035,6 +1053,8 @@ compile_enum(struct ctx *c, struct node *n, const json_t *s, unsigned mask)
 	    get_bounds(c, s, &n->b) < 0)
 		return -1;
 	cand = ev != NULL ? json_array_size(ev) : 1;
+	if (schema_step(c, cand) < 0)
+		return -1;
 	n->vals = xcalloc(cand, sizeof(*n->vals));
 	n->valsize = xcalloc(cand, sizeof(*n->valsize));
 	n->types = 0;
@@ -1050,6 +1070,9 @@ compile_enum(struct ctx *c, struct node *n, const json_t *s, unsigned mask)
 			schema_path_fail(c, TS_ENOMEM, "out of memory");
 			return -1;
 		}
+		/* dumped, and compared with const: a step per 64 bytes */
+		if (schema_step(c, n->valsize[n->nvals] / 64) < 0)
+			return -1;
 		if (schema_value_depth(x) > n->valdepth)
 			n->valdepth = schema_value_depth(x);
 		n->types |= BIT(schema_value_type(x));
@@ -1219,6 +1242,9 @@ compile(struct ctx *c, const json_t *s, unsigned depth)
 		    "%d", SCHEMA_GEN_MAX_SCHEMA_DEPTH);
 		return NULL;
 	}
+	/* the node it becomes, and a step per keyword */
+	if (schema_step(c, STEPS_VALUE + json_object_size(s)) < 0)
+		return NULL;
 	if (json_is_true(s))
 		return c->any;
 	if (json_is_false(s))
@@ -1290,12 +1316,13 @@ schema_compile_free(struct ctx *c)
 }
 
 struct node *
-schema_compile(struct ctx *c, const json_t *schema)
+schema_compile(struct ctx *c, const json_t *schema, uint64_t max_steps)
 {
 	struct node *root;
 	size_t i;
 
 	memset(c, 0, sizeof(*c));
+	c->max_steps = max_steps;
 	c->root = schema;
 	c->any = new_node(c, K_PLAIN);
 	c->any->types = T_ANY;

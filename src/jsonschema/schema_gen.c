@@ -40,10 +40,25 @@ draw(struct rng *r, uint64_t n)
 
 /* ---- generation --------------------------------------------------------- */
 
+/*
+ * One generation. Its text is what json_dumpb(FLAGS) writes for the
+ * value built; pos follows that text's length as it is built (each
+ * scalar's dumped size, brackets, commas, keys), exactly, so that the
+ * generation can stop once the text reaches cap: the containers then
+ * close, and the text so far is a prefix of the whole instance's text,
+ * at least cap bytes long (the same draws in the same order made it).
+ * An item of a uniqueItems array is made whole (it is compared with the
+ * others) and the cut waits until it is done.
+ */
 struct gen {
 	struct ctx *c;
 	struct rng r;
 	uint64_t work;          /* bytes made, kept or not */
+	uint64_t steps;         /* values tried, items scanned */
+	size_t cap;             /* stop before a member once pos >= cap */
+	size_t pos;             /* bytes of the text so far */
+	unsigned nocut;         /* > 0: inside a uniqueItems item */
+	int cut;                /* stopped at cap */
 };
 
 static int
@@ -55,6 +70,58 @@ spend(struct gen *g, uint64_t bytes)
 	schema_path_failat(g->c, TS_ELIMIT, "", "the instance would be over "
 	    "%u bytes", SCHEMA_GEN_MAX_OUT);
 	return -1;
+}
+
+/* n steps of the generation's budget (SCHEMA_GEN_MAX_STEPS): 0, or -1
+ * once it is over (the error recorded). */
+static int
+gstep(struct gen *g, uint64_t n)
+{
+	g->steps += n;
+	if (g->steps <= SCHEMA_GEN_MAX_STEPS)
+		return 0;
+	schema_path_failat(g->c, TS_ELIMIT, "", "generating the instance "
+	    "takes more than %u steps, tokstream's limit",
+	    SCHEMA_GEN_MAX_STEPS);
+	return -1;
+}
+
+/* Whether to stop before the next member of a container: the text has
+ * reached cap (not inside a uniqueItems item). */
+static int
+at_cap(struct gen *g)
+{
+	if (g->nocut > 0)
+		return 0;
+	if (g->pos >= g->cap)
+		g->cut = 1;
+	return g->cut;
+}
+
+/* Counts scalar v's dumped bytes into pos; v may be NULL (an error). */
+static json_t *
+put(struct gen *g, json_t *v)
+{
+	if (v != NULL)
+		g->pos += json_dumpb(v, NULL, 0, FLAGS);
+	return v;
+}
+
+/* The dumped bytes of an object key (len bytes), quotes included:
+ * jansson's escapes (dump.c, dump_string). */
+static size_t
+key_bytes(const char *k, size_t len)
+{
+	size_t i, n = 2;
+
+	for (i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)k[i];
+
+		n += ch == '"' || ch == '\\' || ch == '\b' || ch == '\f' ||
+		    ch == '\n' || ch == '\r' || ch == '\t' ? 2 :
+		    ch < 0x20 ? 6 : 1;
+	}
+	return n;
 }
 
 /* The weight of a choice for uniqueItems: its distinct values. */
@@ -311,7 +378,7 @@ gen_obj(struct gen *g, const struct node *n, unsigned depth,
 		    "nests deeper than %d", SCHEMA_GEN_MAX_DEPTH);
 		return NULL;
 	}
-	if (spend(g, 2) < 0)
+	if (spend(g, 2) < 0 || gstep(g, 1 + n->nprops) < 0)
 		return NULL;
 	inc = xcalloc(n->nprops ? n->nprops : 1, 1);
 	for (i = 0; i < n->nprops; i++) {
@@ -339,9 +406,14 @@ gen_obj(struct gen *g, const struct node *n, unsigned depth,
 		free(inc);
 		return nomem(g);
 	}
+	g->pos++;               /* { */
 	for (i = 0; i < n->nprops; i++) {
 		if (!inc[i])
 			continue;
+		if (at_cap(g))
+			break;
+		g->pos += (json_object_size(o) > 0) + key_bytes(n->props[i].key,
+		    n->props[i].len) + 1;
 		v = gen_node(g, n->props[i].n, depth + 1, refs, full);
 		if (v == NULL)
 			goto fail;
@@ -353,6 +425,7 @@ gen_obj(struct gen *g, const struct node *n, unsigned depth,
 		if (spend(g, n->props[i].len + 4) < 0)
 			goto fail;
 	}
+	g->pos++;               /* } */
 	free(inc);
 	return o;
 fail:
@@ -380,6 +453,11 @@ add_unique(struct gen *g, json_t *a, json_t *v, struct uset *u)
 	for (p = (size_t)h & u->mask; u->slot[p] != 0;
 	    p = (p + 1) & u->mask) {
 		size_t i = u->slot[p] - 1;
+
+		if (gstep(g, 1) < 0) {
+			json_decref(v);
+			return -1;
+		}
 
 		if (u->hash[i] == h &&
 		    schema_value_same(json_array_get(a, i), v)) {
@@ -421,11 +499,13 @@ pick_listed(struct gen *g, const struct node *it, const json_t *a,
 			if (t % 16 == 0 && spend(g, 1) < 0)
 				return NULL;
 		}
+		if (gstep(g, 1) < 0)
+			return NULL;
 		x = it->dom[i];
 		h = schema_value_hash(x);
 		for (p = (size_t)h & u->mask; u->slot[p] != 0;
 		    p = (p + 1) & u->mask)
-			if (u->hash[u->slot[p] - 1] == h &&
+			if (gstep(g, 1) == 0 && u->hash[u->slot[p] - 1] == h &&
 			    schema_value_same(json_array_get(a,
 			    u->slot[p] - 1), x))
 				break;
@@ -469,9 +549,17 @@ gen_arr(struct gen *g, const struct node *n, unsigned depth,
 		u.hash = xcalloc(len ? len : 1, sizeof(*u.hash));
 		u.mask--;
 	}
+	g->pos++;               /* [ */
 	for (i = 0; i < len; i++) {
 		const struct node *it = schema_size_item(n, i);
+		size_t at;
 
+		if (at_cap(g))
+			break;
+		if (gstep(g, 1) < 0)
+			goto fail;
+		g->pos += i > 0;        /* , */
+		at = g->pos;
 		if (!n->unique) {
 			v = gen_node(g, it, depth + 1, refs, full);
 			if (v == NULL)
@@ -482,29 +570,35 @@ gen_arr(struct gen *g, const struct node *n, unsigned depth,
 			}
 			continue;
 		}
+		/* an item is made whole, compared, and counted in pos
+		 * only when it is kept */
 		r = 0;
+		g->nocut++;
 		listed = it->dom_state == DOM_LISTED && depth + 1 +
 		    it->domdepth <= SCHEMA_GEN_MAX_DEPTH;
 		if (listed) {
-			if ((v = pick_listed(g, it, a, &u)) == NULL &&
+			if ((v = put(g, pick_listed(g, it, a, &u))) == NULL &&
 			    g->c->rc != TS_OK)
-				goto fail;
+				goto fail_item;
 			if (v != NULL && spend(g, 8) < 0) {
 				json_decref(v);
-				goto fail;
+				goto fail_item;
 			}
 			if (v != NULL && (r = add_unique(g, a, v, &u)) < 0)
-				goto fail;
+				goto fail_item;
 		}
 		for (t = 0; !listed && t < UNIQUE_TRIES && r == 0; t++) {
+			g->pos = at;
 			if ((v = gen_node(g, it, depth + 1, refs, 1)) == NULL)
-				goto fail;
+				goto fail_item;
 			if ((r = add_unique(g, a, v, &u)) < 0)
-				goto fail;
+				goto fail_item;
 		}
+		g->nocut--;
 		if (g->c->rc != TS_OK)
 			goto fail;
 		if (r == 0) {
+			g->pos = at - (i > 0);
 			if (i >= lo)
 				break;
 			schema_path_failat(g->c,
@@ -514,9 +608,12 @@ gen_arr(struct gen *g, const struct node *n, unsigned depth,
 			goto fail;
 		}
 	}
+	g->pos++;               /* ] */
 	free(u.hash);
 	free(u.slot);
 	return a;
+fail_item:
+	g->nocut--;
 fail:
 	free(u.hash);
 	free(u.slot);
@@ -612,10 +709,14 @@ gen_node(struct gen *g, const struct node *n, unsigned depth,
 	    refs >= REF_HOPS || g->work > WORK_SOFT;
 	json_t *v;
 
+	if (gstep(g, 1) < 0)
+		return NULL;
 	switch (n->kind) {
 	case K_REF:
 		return gen_node(g, n->ref, depth, refs + 1, full);
 	case K_ANYOF:
+		if (gstep(g, n->nbr) < 0)
+			return NULL;
 		return gen_node(g, n->br[pick_branch(g, n, depth, small,
 		    full)], depth, refs, full);
 	case K_PLAIN:
@@ -631,22 +732,23 @@ gen_node(struct gen *g, const struct node *n, unsigned depth,
 		if (spend(g, n->valsize[i]) < 0)
 			return NULL;
 		v = json_deep_copy(n->vals[i]);
+		g->pos += n->valsize[i];
 		return v != NULL ? v : nomem(g);
 	}
 	switch (pick_type(g, n, depth, small, full)) {
 	case TY_NULL:
-		return spend(g, 4) < 0 ? NULL : json_null();
+		return spend(g, 4) < 0 ? NULL : put(g, json_null());
 	case TY_BOOL:
 		return spend(g, 5) < 0 ? NULL :
-		    json_boolean(rng_next(&g->r) >> 63);
+		    put(g, json_boolean(rng_next(&g->r) >> 63));
 	case TY_INT:
-		v = gen_int(g, n);
+		v = put(g, gen_int(g, n));
 		break;
 	case TY_NUM:
-		v = n->num_int ? gen_int(g, n) : gen_dec(g, n);
+		v = put(g, n->num_int ? gen_int(g, n) : gen_dec(g, n));
 		break;
 	case TY_STR:
-		return gen_str(g, n, small);
+		return put(g, gen_str(g, n, small));
 	case TY_OBJ:
 		return gen_obj(g, n, depth, refs, small, full);
 	default:
@@ -655,20 +757,29 @@ gen_node(struct gen *g, const struct node *n, unsigned depth,
 	return v != NULL || g->c->rc != TS_OK ? v : nomem(g);
 }
 
-/* All passes; the root node, or NULL with c->rc and c->msg set. */
+/* All passes, within max_steps; the root node, or NULL with c->rc and
+ * c->msg set. */
 static struct node *
-prepare(struct ctx *c, const json_t *schema)
+prepare(struct ctx *c, const json_t *schema, uint64_t max_steps)
 {
-	struct node *root = schema_compile(c, schema);
+	struct node *root = schema_compile(c, schema, max_steps);
 
 	if (root == NULL)
 		return NULL;
 	schema_size(c);
-	schema_check(c, root);
+	if (c->rc == TS_OK)
+		schema_check(c, root);
 	return c->rc == TS_OK ? root : NULL;
 }
 
 /* ---- the API ------------------------------------------------------------ */
+
+/* A compiled and checked schema (schema_gen.h). */
+struct schema_gen {
+	struct ctx c;
+	struct node *root;
+	json_t *schema;         /* a reference: the nodes borrow from it */
+};
 
 static void
 copy_msg(const struct ctx *c, char *msg, size_t msglen)
@@ -678,16 +789,102 @@ copy_msg(const struct ctx *c, char *msg, size_t msglen)
 }
 
 enum ts_err
-schema_gen_check(const json_t *schema, char *msg, size_t msglen)
+schema_gen_compile(const json_t *schema, uint64_t *steps,
+    struct schema_gen **out, char *msg, size_t msglen)
 {
-	struct ctx c;
+	struct schema_gen *sg = xcalloc(1, sizeof(*sg));
 	enum ts_err rc;
 
-	prepare(&c, schema);
-	rc = c.rc;
+	*out = NULL;
+	sg->root = prepare(&sg->c, schema, *steps);
+	*steps = sg->c.steps >= *steps ? 0 : *steps - sg->c.steps;
+	rc = sg->c.rc;
+	if (sg->root == NULL || rc != TS_OK) {
+		if (rc == TS_OK)
+			rc = TS_EINVAL;
+		copy_msg(&sg->c, msg, msglen);
+		schema_compile_free(&sg->c);
+		free(sg);
+		return rc;
+	}
+	sg->schema = json_incref((json_t *)schema);
+	*out = sg;
+	return TS_OK;
+}
+
+void
+schema_gen_free(struct schema_gen *sg)
+{
+	if (sg == NULL)
+		return;
+	schema_compile_free(&sg->c);
+	json_decref(sg->schema);
+	free(sg);
+}
+
+enum ts_err
+schema_gen_emit(struct schema_gen *sg, uint64_t seed, size_t cap,
+    struct ts_buf *out, char *msg, size_t msglen)
+{
+	struct ctx *c = &sg->c;
+	struct gen g;
+	json_t *v = NULL;
+	char *p = NULL;
+	size_t n;
+	enum ts_err rc;
+
+	/* each generation starts clean: the passes left no error */
+	c->rc = TS_OK;
+	c->msg[0] = '\0';
+	memset(&g, 0, sizeof(g));
+	g.c = c;
+	g.cap = cap;
+	rng_seed(&g.r, seed);
+	if ((v = gen_node(&g, sg->root, 0, 0, 0)) == NULL) {
+		if (c->rc == TS_OK)
+			schema_path_failat(c, TS_ENOMEM, "", "out of memory");
+		goto out;
+	}
+	n = json_dumpb(v, NULL, 0, FLAGS);
+	if (n == 0) {
+		schema_path_failat(c, TS_ENOMEM, "", "out of memory");
+		goto out;
+	}
+	if (n > SCHEMA_GEN_MAX_OUT) {
+		schema_path_failat(c, TS_ELIMIT, "", "the instance is %zu "
+		    "bytes, over the limit %u", n, SCHEMA_GEN_MAX_OUT);
+		goto out;
+	}
+	if (n > out->max || out->len > out->max - n) {
+		schema_path_failat(c, TS_ELIMIT, "", "the instance (%zu "
+		    "bytes) does not fit the output buffer", n);
+		goto out;
+	}
+	p = xmalloc(n);
+	if (json_dumpb(v, p, n, FLAGS) != n) {
+		schema_path_failat(c, TS_ENOMEM, "", "out of memory");
+		goto out;
+	}
+	if (ts_buf_append(out, p, n) != TS_OK)
+		schema_path_failat(c, TS_ELIMIT, "", "the output buffer is "
+		    "full");
+out:
+	rc = c->rc;
 	if (rc != TS_OK)
-		copy_msg(&c, msg, msglen);
-	schema_compile_free(&c);
+		copy_msg(c, msg, msglen);
+	free(p);
+	json_decref(v);
+	return rc;
+}
+
+enum ts_err
+schema_gen_check(const json_t *schema, char *msg, size_t msglen)
+{
+	uint64_t steps = SCHEMA_GEN_MAX_STEPS;
+	struct schema_gen *sg;
+	enum ts_err rc = schema_gen_compile(schema, &steps, &sg, msg, msglen);
+
+	schema_gen_free(sg);
 	return rc;
 }
 
@@ -695,53 +892,12 @@ enum ts_err
 schema_gen(const json_t *schema, uint64_t seed, struct ts_buf *out,
     char *msg, size_t msglen)
 {
-	struct ctx c;
-	struct gen g;
-	struct node *root = prepare(&c, schema);
-	json_t *v = NULL;
-	char *p = NULL;
-	size_t n;
-	enum ts_err rc;
+	uint64_t steps = SCHEMA_GEN_MAX_STEPS;
+	struct schema_gen *sg;
+	enum ts_err rc = schema_gen_compile(schema, &steps, &sg, msg, msglen);
 
-	if (root == NULL)
-		goto out;
-	g.c = &c;
-	g.work = 0;
-	rng_seed(&g.r, seed);
-	if ((v = gen_node(&g, root, 0, 0, 0)) == NULL) {
-		if (c.rc == TS_OK)
-			schema_path_failat(&c, TS_ENOMEM, "", "out of memory");
-		goto out;
-	}
-	n = json_dumpb(v, NULL, 0, FLAGS);
-	if (n == 0) {
-		schema_path_failat(&c, TS_ENOMEM, "", "out of memory");
-		goto out;
-	}
-	if (n > SCHEMA_GEN_MAX_OUT) {
-		schema_path_failat(&c, TS_ELIMIT, "", "the instance is %zu "
-		    "bytes, over the limit %u", n, SCHEMA_GEN_MAX_OUT);
-		goto out;
-	}
-	if (n > out->max || out->len > out->max - n) {
-		schema_path_failat(&c, TS_ELIMIT, "", "the instance (%zu "
-		    "bytes) does not fit the output buffer", n);
-		goto out;
-	}
-	p = xmalloc(n);
-	if (json_dumpb(v, p, n, FLAGS) != n) {
-		schema_path_failat(&c, TS_ENOMEM, "", "out of memory");
-		goto out;
-	}
-	if (ts_buf_append(out, p, n) != TS_OK)
-		schema_path_failat(&c, TS_ELIMIT, "", "the output buffer is "
-		    "full");
-out:
-	rc = c.rc;
-	if (rc != TS_OK)
-		copy_msg(&c, msg, msglen);
-	free(p);
-	json_decref(v);
-	schema_compile_free(&c);
+	if (rc == TS_OK)
+		rc = schema_gen_emit(sg, seed, SIZE_MAX, out, msg, msglen);
+	schema_gen_free(sg);
 	return rc;
 }

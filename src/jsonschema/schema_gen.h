@@ -134,10 +134,50 @@
 #include "jsonschema/schema_limits.h"
 
 /*
+ * A schema compiled and checked once, from which instances are made as
+ * often as needed (a request's tool parameters: checked when the
+ * request is parsed, generated from when it is planned).
+ */
+struct schema_gen;
+
+/*
+ * Compiles and checks `schema` (referenced: it must not change while
+ * *out lives) as schema_gen_check does, spending at most *steps work
+ * units (SCHEMA_GEN_MAX_STEPS: subschemas, keywords, properties and
+ * values visited, values listed, copied and compared, costs recomputed
+ * while $ref cycles settle), and takes what it spent off *steps, so that
+ * the schemas of one request share one budget. TS_OK with *out (free it
+ * with schema_gen_free); else *out is NULL and the error is
+ * schema_gen_check's, or TS_ELIMIT with *steps 0 when the budget ran out
+ * ("checking the schema takes more than N steps").
+ */
+enum ts_err schema_gen_compile(const json_t *schema, uint64_t *steps,
+    struct schema_gen **out, char *msg, size_t msglen);
+
+/*
+ * Appends an instance of a compiled schema chosen by `seed`, as
+ * schema_gen, but stops once its text has reached `cap` bytes: the
+ * containers open at that point close, and the text is then the first
+ * bytes (at least cap of them, exactly those the whole instance starts
+ * with) of the instance schema_gen would make, not an instance itself.
+ * Nothing past the cap is made: a caller that sends at most cap bytes
+ * (max_tokens tokens of a guide) pays for what it sends. SIZE_MAX: the
+ * whole instance. An item of a uniqueItems array is made whole before
+ * the cut. One generation spends at most SCHEMA_GEN_MAX_STEPS steps
+ * (TS_ELIMIT beyond). Errors as schema_gen.
+ */
+enum ts_err schema_gen_emit(struct schema_gen *g, uint64_t seed, size_t cap,
+    struct ts_buf *out, char *msg, size_t msglen);
+
+/* Frees a compiled schema; accepts NULL. */
+void schema_gen_free(struct schema_gen *g);
+
+/*
  * Checks that `schema` (borrowed) is one schema_gen can satisfy, with
  * the keywords of the file comment, and that its smallest instance fits
- * the limits (schema_limits.h). TS_OK; TS_EINVAL for an unsupported or unsatisfiable
- * schema, TS_ELIMIT for one over a limit. On error `msg` (when not NULL)
+ * the limits (schema_limits.h), within SCHEMA_GEN_MAX_STEPS steps. TS_OK;
+ * TS_EINVAL for an unsupported or unsatisfiable schema, TS_ELIMIT for one
+ * over a limit. On error `msg` (when not NULL)
  * holds a NUL-terminated English message of at most msglen bytes naming
  * the JSON pointer of the subschema and the keyword, e.g.
  * `schema at /properties/x: "pattern" is not supported` (the root is

@@ -48,6 +48,10 @@
 #define MAX_ROUNDS (2 * SCHEMA_GEN_MAX_REFS + 8)
 #define SPAN 100                       /* unbounded numbers: 0..100 */
 #define NWORDS ((size_t)64)            /* schema_words */
+#define STEPS_VALUE 32                 /* steps of a node, a JSON value or
+					* member made: their allocations
+					* take ~30 times a comparison's
+					* time (measured) */
 
 /* String formats, each with the shape of its values. */
 enum fmt {
@@ -193,7 +197,9 @@ struct ctx {
 	char path[PATH_BYTES];
 	size_t plen;
 	unsigned pover;         /* segments that did not fit */
-	uint64_t work;
+	uint64_t work;          /* comparisons of the oneOf check */
+	uint64_t steps;         /* work units spent (schema_step) */
+	uint64_t max_steps;     /* ... and allowed */
 	enum ts_err rc;
 	char msg[MSG_BYTES];
 };
@@ -208,14 +214,17 @@ struct psave {
 /* ---- the passes ------------------------------------------------------- */
 
 /*
- * Pass 1 (schema_compile.c): clears `c` and compiles `schema` (borrowed;
- * NULL is refused) and every $ref target it reaches into c->all, then
- * links each K_REF node to its target's node. Returns the root node, or
- * NULL with c->rc and c->msg set (TS_EINVAL for an unsupported or
- * self-contradicting subschema, TS_ELIMIT for one over a limit of
- * schema_gen.h). Whatever it returns, schema_compile_free(c) follows.
+ * Pass 1 (schema_compile.c): clears `c`, sets its budget to max_steps
+ * (schema_step: this pass and the next two spend from it), and compiles
+ * `schema` (borrowed; NULL is refused) and every $ref target it reaches
+ * into c->all, then links each K_REF node to its target's node. Returns
+ * the root node, or NULL with c->rc and c->msg set (TS_EINVAL for an
+ * unsupported or self-contradicting subschema, TS_ELIMIT for one over a
+ * limit of schema_gen.h or the budget). Whatever it returns,
+ * schema_compile_free(c) follows.
  */
-struct node *schema_compile(struct ctx *c, const json_t *schema);
+struct node *schema_compile(struct ctx *c, const json_t *schema,
+    uint64_t max_steps);
 
 /* Frees every node and $ref target path of `c`; `c` itself is the
  * caller's. */
@@ -226,7 +235,7 @@ void schema_compile_free(struct ctx *c);
  * sdepth, stype, schoice, small_inc, lencap, tcost, tdepth), from the
  * leaves up and again over $ref cycles until nothing changes (at most
  * MAX_ROUNDS rounds). A node with no finite instance keeps cost INF.
- * Cannot fail.
+ * Fails only when the budget runs out (schema_step: c->rc set).
  */
 void schema_size(struct ctx *c);
 
@@ -270,6 +279,15 @@ void schema_words_lens(size_t *lo, size_t *hi);
 void schema_words_format_lens(enum fmt f, size_t *lo, size_t *hi);
 
 /* ---- paths and errors (schema_path.c) --------------------------------- */
+
+/*
+ * Spends n steps of c's budget (max_steps): 0, or -1 once it is over,
+ * with the error recorded (TS_ELIMIT, at the root: "... more than N
+ * steps"). Every pass spends on what it visits, lists, copies or
+ * compares, so that its time is bounded by the budget whatever the
+ * schema, not only by its size.
+ */
+int schema_step(struct ctx *c, uint64_t n);
 
 /* The current path as text into out (size bytes, NUL-terminated): ""
  * for the root, "/..." appended when segments did not fit. */

@@ -15,5 +15,12 @@
 #define SCHEMA_GEN_MAX_ITEMS 1024      /* minItems, prefixItems */
 #define SCHEMA_GEN_MAX_LENGTH 4096     /* minLength */
 #define SCHEMA_GEN_MAX_REFS 128        /* distinct $ref targets */
+#define SCHEMA_GEN_MAX_STEPS 2000000   /* work units (steps) to compile
+					* and check the schemas of one
+					* request, and to generate one
+					* instance: a subschema, keyword,
+					* property or value visited, a value
+					* listed, copied or compared, a cost
+					* recomputed (schema_gen.h) */
 
 #endif /* TS_JSONSCHEMA_SCHEMA_LIMITS_H */

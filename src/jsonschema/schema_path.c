@@ -178,3 +178,16 @@ schema_path_copy(const struct ctx *c)
 	return xstrndup(p, strlen(p));
 }
 
+int
+schema_step(struct ctx *c, uint64_t n)
+{
+	c->steps += n;
+	if (c->steps <= c->max_steps && c->rc == TS_OK)
+		return 0;
+	if (c->steps > c->max_steps)
+		schema_path_failat(c, TS_ELIMIT, "", "checking the schema "
+		    "takes more than %llu steps, tokstream's limit for the "
+		    "schemas of one request",
+		    (unsigned long long)c->max_steps);
+	return -1;
+}

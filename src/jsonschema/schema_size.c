@@ -186,15 +186,20 @@ type_cost(struct node *n, int t, unsigned *depth)
 	}
 }
 
-/* Recomputes one node from its children; 1 when something changed. */
+/* Recomputes one node from its children; 1 when something changed. A
+ * step for the node and one per child it reads (a sort of the optional
+ * properties for minProperties counts 8 per property). */
 static int
-cost_node(struct node *n)
+cost_node(struct ctx *c, struct node *n)
 {
 	uint64_t old = n->cost, best = INF;
 	unsigned oldd = n->sdepth;
 	size_t i;
 	int t;
 
+	if (schema_step(c, 1 + n->nbr + n->nvals + n->nprefix + n->nprops *
+	    (n->minp > 0 ? 8 : 1)) < 0)
+		return 0;
 	switch (n->kind) {
 	case K_NEVER:
 		n->cost = INF;
@@ -243,10 +248,10 @@ schema_size(struct ctx *c)
 	size_t i;
 	int round, changed;
 
-	for (round = 0; round < MAX_ROUNDS; round++) {
+	for (round = 0; round < MAX_ROUNDS && c->rc == TS_OK; round++) {
 		changed = 0;
-		for (i = c->nall; i-- > 0;)
-			changed |= cost_node(c->all[i]);
+		for (i = c->nall; i-- > 0 && c->rc == TS_OK;)
+			changed |= cost_node(c, c->all[i]);
 		if (!changed)
 			break;
 	}

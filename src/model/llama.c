@@ -458,6 +458,7 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->lab_model = 0;
 	out->physical = 1;
 	out->max_token_bytes = tokenizer_max_token_length(mb->tok);
+	out->vocab_size = mb->m->cfg.vocab_size;
 	/* EOS, and BOS, which llama2.c's story models emit between
 	 * stories */
 	out->eos_ids[0] = MODEL_TOKEN_EOS;

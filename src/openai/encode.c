@@ -1,18 +1,178 @@
 /*
  * openai/encode.c - the OpenAI-compatible API's response encoders (OpenAI
  * API reference: the completion, chat completion and chunk objects,
- * stream_options.include_usage, the model list). See encode.h. No I/O.
+ * stream_options.include_usage, logprobs, the model list). See encode.h.
+ * No I/O.
+ *
+ * The answers and chunks are written straight into the caller's buffer
+ * (a small JSON writer below), not built as jansson trees and dumped: a
+ * token's chunk, or a whole answer with every token's logprobs, costs
+ * its bytes. The bytes are those jansson 2.14 dumps with JSON_COMPACT
+ * for the same tree, as before: its escapes (dump.c, dump_string), its
+ * reals (strconv.c, jsonp_dtostr: "%.17g", ".0" added to an integral
+ * value, the exponent's "+" and leading zeros dropped; the C locale's
+ * decimal point, which tokstream never changes), its integers ("%lld"),
+ * keys in insertion order; test_openai.c compares the two on generated
+ * inputs.
  */
 #include "openai/encode.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "proto/sse.h"
+#include "text/utf8.h"
 
 #define CONST_STR_LEN(s) (s), (sizeof(s) - 1)
+
+/* ---- a JSON writer into a caller's buffer ------------------------------- */
+
+/* Appends to b; the first error sticks, and jw_end takes back whatever
+ * was appended since jw_begin. */
+struct jw {
+	struct ts_buf *b;
+	size_t start;
+	enum ts_err rc;
+};
+
+static void
+jw_begin(struct jw *w, struct ts_buf *b)
+{
+	w->b = b;
+	w->start = b->len;
+	w->rc = TS_OK;
+}
+
+static enum ts_err
+jw_end(struct jw *w)
+{
+	if (w->rc != TS_OK)
+		w->b->len = w->start;
+	return w->rc;
+}
+
+static void
+jw_raw(struct jw *w, const char *p, size_t len)
+{
+	if (w->rc == TS_OK)
+		w->rc = ts_buf_append(w->b, p, len);
+}
+
+#define JW_LIT(w, s) jw_raw((w), CONST_STR_LEN(s))
+
+/* The bytes of (p, len) as the inside of a JSON string, escaped as
+ * jansson's dump_string escapes without flags: " \ and the control
+ * characters (\b \f \n \r \t short, others \u00XX with upper-case hex);
+ * everything else, U+2028 and DEL included, as it is. p must be UTF-8. */
+static void
+jw_escaped(struct jw *w, const char *p, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i, run = 0;
+	char e[6];
+
+	for (i = 0; i < len && w->rc == TS_OK; i++) {
+		unsigned char c = (unsigned char)p[i];
+		size_t n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		jw_raw(w, p + run, i - run);
+		run = i + 1;
+		e[0] = '\\';
+		switch (c) {
+		case '"': e[1] = '"'; break;
+		case '\\': e[1] = '\\'; break;
+		case '\b': e[1] = 'b'; break;
+		case '\f': e[1] = 'f'; break;
+		case '\n': e[1] = 'n'; break;
+		case '\r': e[1] = 'r'; break;
+		case '\t': e[1] = 't'; break;
+		default:
+			e[1] = 'u';
+			e[2] = '0';
+			e[3] = '0';
+			e[4] = hex[c >> 4];
+			e[5] = hex[c & 15];
+			n = 6;
+			break;
+		}
+		jw_raw(w, e, n);
+	}
+	jw_raw(w, p + run, len - run);
+}
+
+/* A JSON string of (p, len); TS_EINVAL when it is not UTF-8 (what makes
+ * json_stringn refuse it: text/utf8.h's utf8_valid and jansson's
+ * utf8_check_string accept the same strings, NUL bytes included). */
+static void
+jw_str(struct jw *w, const char *p, size_t len)
+{
+	if (w->rc != TS_OK)
+		return;
+	if (!utf8_valid(p, len)) {
+		w->rc = TS_EINVAL;
+		return;
+	}
+	JW_LIT(w, "\"");
+	jw_escaped(w, p, len);
+	JW_LIT(w, "\"");
+}
+
+/* A NUL-terminated string. */
+static void
+jw_cstr(struct jw *w, const char *s)
+{
+	jw_str(w, s, strlen(s));
+}
+
+static void
+jw_int(struct jw *w, long long v)
+{
+	char d[24];
+	int n = snprintf(d, sizeof(d), "%lld", v);
+
+	jw_raw(w, d, (size_t)n);
+}
+
+/* A real as jansson dumps it (strconv.c, jsonp_dtostr, precision 17);
+ * TS_EINVAL for NaN and infinities, which json_real refuses. */
+static void
+jw_real(struct jw *w, double v)
+{
+	char d[48], *e;
+	size_t n, from, to;
+
+	if (w->rc != TS_OK)
+		return;
+	if (!isfinite(v)) {
+		w->rc = TS_EINVAL;
+		return;
+	}
+	n = (size_t)snprintf(d, sizeof(d), "%.17g", v);
+	if (strchr(d, '.') == NULL && strchr(d, 'e') == NULL) {
+		d[n++] = '.';
+		d[n++] = '0';
+		d[n] = '\0';
+	}
+	if ((e = strchr(d, 'e')) != NULL) {
+		/* drop the exponent's "+" and its leading zeros */
+		from = (size_t)(e - d) + 1;
+		to = from;
+		if (d[from] == '-')
+			to = ++from;
+		else if (d[from] == '+')
+			from++;
+		while (d[from] == '0' && from + 1 < n)
+			from++;
+		memmove(d + to, d + from, n - from + 1);
+		n -= from - to;
+	}
+	jw_raw(w, d, n);
+}
 
 /* ---- encoders ----------------------------------------------------------- */
 
@@ -24,33 +184,508 @@ openai_finish_reason(enum openai_finish f)
 }
 
 /*
- * The fields every object of a response starts with:
- * {"id","object","created","model"}. NULL when the model name is not
- * UTF-8 (or jansson cannot allocate).
+ * The fields every object of a response starts with, its "{" open:
+ * {"id","object","created","model". TS_EINVAL when the model name is
+ * not UTF-8.
  */
-static json_t *
-head(const struct openai_meta *m, const char *object)
+static void
+head(struct jw *w, const struct openai_meta *m, const char *object)
 {
 	char id[40];
 
 	snprintf(id, sizeof(id), "%s-%s%llu",
 	    m->kind == OPENAI_CHAT ? "chatcmpl" : "cmpl",
 	    m->id_prefix ? m->id_prefix : "", (unsigned long long)m->id);
-	return json_pack("{s:s,s:s,s:I,s:s%}", "id", id, "object", object,
-	    "created", (json_int_t)m->created, "model", m->model,
-	    m->model_len);
+	JW_LIT(w, "{\"id\":");
+	jw_cstr(w, id);
+	JW_LIT(w, ",\"object\":");
+	jw_cstr(w, object);
+	JW_LIT(w, ",\"created\":");
+	jw_int(w, (long long)m->created);
+	JW_LIT(w, ",\"model\":");
+	jw_str(w, m->model, m->model_len);
 }
 
-static json_t *
-usage_json(const struct openai_usage *u)
+/* {"prompt_tokens","completion_tokens","total_tokens",
+ * "prompt_tokens_details":{"cached_tokens"}} */
+static void
+usage(struct jw *w, const struct openai_usage *u)
 {
-	return json_pack("{s:I,s:I,s:I,s:{s:I}}", "prompt_tokens",
-	    (json_int_t)u->prompt_tokens, "completion_tokens",
-	    (json_int_t)u->completion_tokens, "total_tokens",
-	    (json_int_t)u->prompt_tokens + (json_int_t)u->completion_tokens,
-	    "prompt_tokens_details", "cached_tokens",
-	    (json_int_t)u->cached_tokens);
+	JW_LIT(w, "{\"prompt_tokens\":");
+	jw_int(w, (long long)u->prompt_tokens);
+	JW_LIT(w, ",\"completion_tokens\":");
+	jw_int(w, (long long)u->completion_tokens);
+	JW_LIT(w, ",\"total_tokens\":");
+	jw_int(w, (long long)u->prompt_tokens +
+	    (long long)u->completion_tokens);
+	JW_LIT(w, ",\"prompt_tokens_details\":{\"cached_tokens\":");
+	jw_int(w, (long long)u->cached_tokens);
+	JW_LIT(w, "}}");
 }
+
+/* ---- logprobs ----------------------------------------------------------- */
+
+static void
+lp_array_get(void *ctx, size_t i, struct openai_lp_token *t)
+{
+	*t = ((const struct openai_lp_token *)ctx)[i];
+}
+
+void
+openai_lp_src_array(struct openai_lp_src *src,
+    const struct openai_lp_token *t, size_t n)
+{
+	src->n = n;
+	src->get = lp_array_get;
+	src->ctx = (void *)t;
+}
+
+/* The bytes: form of a text that is not UTF-8 into buf (at least
+ * 4 * 64 + 8 bytes): "bytes:" and \xNN for each of its first 64 bytes;
+ * its length. */
+static size_t
+bytes_form(const char *p, size_t len, char *buf, size_t cap)
+{
+	size_t i, at = (size_t)snprintf(buf, cap, "bytes:");
+
+	for (i = 0; i < len && at + 5 < cap; i++)
+		at += (size_t)snprintf(buf + at, cap - at, "\\x%02x",
+		    (unsigned char)p[i]);
+	return at;
+}
+
+/* A token's text as a JSON string: itself when it is UTF-8, else
+ * OpenAI's "bytes:\xNN..." form (at most 64 bytes shown), whose
+ * backslashes are then escaped. */
+static void
+token_string(struct jw *w, const char *p, size_t len)
+{
+	char buf[4 * 64 + 8];
+
+	if (utf8_valid(p, len))
+		jw_str(w, p, len);
+	else
+		jw_str(w, buf, bytes_form(p, len, buf, sizeof(buf)));
+}
+
+/* [b0,b1,...]: a token's bytes as integers */
+static void
+bytes_array(struct jw *w, const char *p, size_t len)
+{
+	size_t i;
+
+	JW_LIT(w, "[");
+	for (i = 0; i < len; i++) {
+		if (i > 0)
+			JW_LIT(w, ",");
+		jw_int(w, (unsigned char)p[i]);
+	}
+	JW_LIT(w, "]");
+}
+
+/* {"token","logprob","bytes" (its "}" left open) */
+static void
+lp_entry(struct jw *w, const struct openai_lp_entry *e)
+{
+	JW_LIT(w, "{\"token\":");
+	token_string(w, e->text, e->len);
+	JW_LIT(w, ",\"logprob\":");
+	jw_real(w, e->logprob);
+	JW_LIT(w, ",\"bytes\":");
+	bytes_array(w, e->text, e->len);
+}
+
+/* The key jansson gives an alternative of a completions top_logprobs
+ * object, unescaped: its token string's value up to a NUL
+ * (json_object_set_new takes a C string); *p points at e's text or into
+ * buf (4 * 64 + 8 bytes). Its length. */
+static size_t
+lp_key(const struct openai_lp_entry *e, char *buf, size_t cap,
+    const char **p)
+{
+	size_t len = e->len, i;
+
+	*p = e->text;
+	if (!utf8_valid(e->text, e->len)) {
+		len = bytes_form(e->text, e->len, buf, cap);
+		*p = buf;
+	}
+	for (i = 0; i < len && (*p)[i] != '\0'; i++)
+		;
+	return i;
+}
+
+/* Whether alternatives a and b of one token have the same key. */
+static int
+same_key(const struct openai_lp_entry *a, const struct openai_lp_entry *b)
+{
+	char ba[4 * 64 + 8], bb[4 * 64 + 8];
+	const char *pa, *pb;
+	size_t la = lp_key(a, ba, sizeof(ba), &pa);
+	size_t lb = lp_key(b, bb, sizeof(bb), &pb);
+
+	return la == lb && memcmp(pa, pb, la) == 0;
+}
+
+/* A completions top_logprobs object {TOKEN: logprob, ...}: jansson's
+ * object keeps a key once, at its first place, with its last value
+ * (hashtable_set replaces the value of a key it has). */
+static void
+lp_top_object(struct jw *w, const struct openai_lp_token *t)
+{
+	char buf[4 * 64 + 8];
+	const char *p;
+	size_t i, j, len;
+	int first = 1;
+	double v;
+
+	JW_LIT(w, "{");
+	for (i = 0; i < t->ntop && w->rc == TS_OK; i++) {
+		for (j = 0; j < i && !same_key(&t->top[j], &t->top[i]); j++)
+			;
+		if (j < i)
+			continue;       /* written at its first place */
+		v = t->top[i].logprob;
+		for (j = i + 1; j < t->ntop; j++)
+			if (same_key(&t->top[j], &t->top[i]))
+				v = t->top[j].logprob;
+		if (!first)
+			JW_LIT(w, ",");
+		first = 0;
+		len = lp_key(&t->top[i], buf, sizeof(buf), &p);
+		jw_str(w, p, len);
+		JW_LIT(w, ":");
+		jw_real(w, v);
+	}
+	JW_LIT(w, "}");
+}
+
+static void
+logprobs(struct jw *w, enum openai_kind kind, const struct openai_lp_src *src)
+{
+	struct openai_lp_token t;
+	size_t i, j, pass;
+
+	if (kind == OPENAI_CHAT) {
+		JW_LIT(w, "{\"content\":[");
+		for (i = 0; i < src->n && w->rc == TS_OK; i++) {
+			src->get(src->ctx, i, &t);
+			if (i > 0)
+				JW_LIT(w, ",");
+			lp_entry(w, &t.tok);
+			JW_LIT(w, ",\"top_logprobs\":[");
+			for (j = 0; j < t.ntop; j++) {
+				if (j > 0)
+					JW_LIT(w, ",");
+				lp_entry(w, &t.top[j]);
+				JW_LIT(w, "}");
+			}
+			JW_LIT(w, "]}");
+		}
+		JW_LIT(w, "],\"refusal\":null}");
+		return;
+	}
+	/* completions: four arrays, a pass over the tokens each */
+	for (pass = 0; pass < 4 && w->rc == TS_OK; pass++) {
+		static const char *const key[4] = { "{\"tokens\":[",
+		    "],\"token_logprobs\":[", "],\"top_logprobs\":[",
+		    "],\"text_offset\":[" };
+
+		jw_raw(w, key[pass], strlen(key[pass]));
+		for (i = 0; i < src->n && w->rc == TS_OK; i++) {
+			src->get(src->ctx, i, &t);
+			if (i > 0)
+				JW_LIT(w, ",");
+			if (pass == 0)
+				token_string(w, t.tok.text, t.tok.len);
+			else if (pass == 1)
+				jw_real(w, t.tok.logprob);
+			else if (pass == 2)
+				lp_top_object(w, &t);
+			else
+				jw_int(w, (long long)t.text_offset);
+		}
+	}
+	JW_LIT(w, "]}");
+}
+
+enum ts_err
+openai_encode_logprobs(struct ts_buf *b, enum openai_kind kind,
+    const struct openai_lp_src *src)
+{
+	struct jw w;
+
+	jw_begin(&w, b);
+	logprobs(&w, kind, src);
+	return jw_end(&w);
+}
+
+/* ,"logprobs":LP (null for NULL) */
+static void
+logprobs_field(struct jw *w, enum openai_kind kind,
+    const struct openai_lp_src *src)
+{
+	JW_LIT(w, ",\"logprobs\":");
+	if (src == NULL)
+		JW_LIT(w, "null");
+	else
+		logprobs(w, kind, src);
+}
+
+/* ---- whole answers ------------------------------------------------------ */
+
+/* The tool_calls array of a whole answer. */
+static void
+calls_json(struct jw *w, const struct openai_tool_call *c, size_t n)
+{
+	size_t i;
+
+	JW_LIT(w, "[");
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			JW_LIT(w, ",");
+		JW_LIT(w, "{\"id\":");
+		jw_cstr(w, c[i].id);
+		JW_LIT(w, ",\"type\":\"function\",\"function\":{\"name\":");
+		jw_cstr(w, c[i].name);
+		JW_LIT(w, ",\"arguments\":");
+		jw_str(w, c[i].args, c[i].args_len);
+		JW_LIT(w, "}}");
+	}
+	JW_LIT(w, "]");
+}
+
+/* One choice object of a whole answer. */
+static void
+choice_json(struct jw *w, enum openai_kind kind, uint32_t index,
+    const struct openai_choice *c)
+{
+	const struct openai_extra *x = &c->x;
+
+	JW_LIT(w, "{\"index\":");
+	jw_int(w, (long long)index);
+	if (kind == OPENAI_CHAT && x->ncalls > 0) {
+		JW_LIT(w, ",\"message\":{\"role\":\"assistant\",\"content\":"
+		    "null,\"tool_calls\":");
+		calls_json(w, x->calls, x->ncalls);
+		JW_LIT(w, ",\"refusal\":null}");
+	} else if (kind == OPENAI_CHAT) {
+		/* "refusal" is required by OpenAI's schema, and OpenAI
+		 * sends null when the model did not refuse */
+		JW_LIT(w, ",\"message\":{\"role\":\"assistant\",\"content\":");
+		jw_str(w, c->text, c->len);
+		JW_LIT(w, ",\"refusal\":null}");
+	} else {
+		JW_LIT(w, ",\"text\":");
+		jw_str(w, c->text, c->len);
+	}
+	logprobs_field(w, kind, x->logprobs);
+	JW_LIT(w, ",\"finish_reason\":");
+	jw_cstr(w, openai_finish_reason(c->finish));
+	JW_LIT(w, "}");
+}
+
+enum ts_err
+openai_encode_response_n(struct ts_buf *b, const struct openai_meta *m,
+    const struct openai_choice *c, size_t n, const struct openai_usage *u)
+{
+	struct jw w;
+	size_t i;
+
+	jw_begin(&w, b);
+	head(&w, m, m->kind == OPENAI_CHAT ? "chat.completion" :
+	    "text_completion");
+	JW_LIT(&w, ",\"choices\":[");
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			JW_LIT(&w, ",");
+		choice_json(&w, m->kind, (uint32_t)i, &c[i]);
+	}
+	JW_LIT(&w, "],\"usage\":");
+	usage(&w, u);
+	JW_LIT(&w, "}");
+	return jw_end(&w);
+}
+
+enum ts_err
+openai_encode_response_x(struct ts_buf *b, const struct openai_meta *m,
+    const char *text, size_t len, enum openai_finish finish,
+    const struct openai_usage *u, const struct openai_extra *x)
+{
+	struct openai_choice c;
+
+	memset(&c, 0, sizeof(c));
+	c.text = text;
+	c.len = len;
+	c.finish = finish;
+	if (x != NULL)
+		c.x = *x;
+	return openai_encode_response_n(b, m, &c, 1, u);
+}
+
+enum ts_err
+openai_encode_response(struct ts_buf *b, const struct openai_meta *m,
+    const char *text, size_t len, enum openai_finish finish,
+    const struct openai_usage *u)
+{
+	return openai_encode_response_x(b, m, text, len, finish, u, NULL);
+}
+
+/* ---- stream chunks ------------------------------------------------------ */
+
+void
+openai_stream_init(struct openai_stream *s, const struct openai_meta *m,
+    int include_usage)
+{
+	s->meta = *m;
+	s->include_usage = include_usage != 0;
+	s->role_sent = 0;
+	s->index = 0;
+}
+
+/* The start of a chunk event, up to its one choice's "{" ("data: " and
+ * the head, "choices":[); chunk_close ends it. */
+static void
+chunk_open(struct jw *w, const struct openai_stream *s)
+{
+	JW_LIT(w, "data: ");
+	head(w, &s->meta, s->meta.kind == OPENAI_CHAT ?
+	    "chat.completion.chunk" : "text_completion");
+	JW_LIT(w, ",\"choices\":[{\"index\":");
+	jw_int(w, (long long)s->index);
+}
+
+/* ... after the choice's last field: "}]", "usage":null when the stream
+ * includes usage, "}" and the event's end. */
+static void
+chunk_close(struct jw *w, const struct openai_stream *s)
+{
+	JW_LIT(w, "}]");
+	if (s->include_usage)
+		JW_LIT(w, ",\"usage\":null");
+	JW_LIT(w, "}\n\n");
+}
+
+enum ts_err
+openai_encode_chunk_lp(struct ts_buf *b, struct openai_stream *s,
+    const char *text, size_t len, const struct openai_lp_src *logprobs)
+{
+	struct jw w;
+
+	jw_begin(&w, b);
+	chunk_open(&w, s);
+	if (s->meta.kind != OPENAI_CHAT)
+		JW_LIT(&w, ",\"text\":");
+	else if (!s->role_sent)
+		JW_LIT(&w, ",\"delta\":{\"role\":\"assistant\",\"content\":");
+	else
+		JW_LIT(&w, ",\"delta\":{\"content\":");
+	jw_str(&w, text, len);
+	if (s->meta.kind == OPENAI_CHAT)
+		JW_LIT(&w, "}");
+	logprobs_field(&w, s->meta.kind, logprobs);
+	JW_LIT(&w, ",\"finish_reason\":null");
+	chunk_close(&w, s);
+	if (jw_end(&w) != TS_OK)
+		return w.rc;
+	if (s->meta.kind == OPENAI_CHAT)
+		s->role_sent = 1;
+	return TS_OK;
+}
+
+enum ts_err
+openai_encode_chunk(struct ts_buf *b, struct openai_stream *s,
+    const char *text, size_t len)
+{
+	return openai_encode_chunk_lp(b, s, text, len, NULL);
+}
+
+enum ts_err
+openai_encode_tool_delta(struct ts_buf *b, struct openai_stream *s,
+    uint32_t index, const char *id, const char *name, const char *frag,
+    size_t frag_len, const struct openai_lp_src *logprobs)
+{
+	int role_sent = s->role_sent;
+	struct jw w;
+
+	jw_begin(&w, b);
+	if (id != NULL) {
+		/* the call's head, as OpenAI sends it: arguments "" */
+		chunk_open(&w, s);
+		JW_LIT(&w, ",\"delta\":{");
+		if (!s->role_sent)
+			JW_LIT(&w, "\"role\":\"assistant\",\"content\":null,");
+		JW_LIT(&w, "\"tool_calls\":[{\"index\":");
+		jw_int(&w, (long long)index);
+		JW_LIT(&w, ",\"id\":");
+		jw_cstr(&w, id);
+		JW_LIT(&w, ",\"type\":\"function\",\"function\":{\"name\":");
+		jw_cstr(&w, name);
+		JW_LIT(&w, ",\"arguments\":\"\"}}]},\"logprobs\":null,"
+		    "\"finish_reason\":null");
+		chunk_close(&w, s);
+		s->role_sent = 1;
+		if (w.rc == TS_OK && frag_len == 0 && logprobs == NULL)
+			return TS_OK;
+	}
+	chunk_open(&w, s);
+	JW_LIT(&w, ",\"delta\":{\"tool_calls\":[{\"index\":");
+	jw_int(&w, (long long)index);
+	JW_LIT(&w, ",\"function\":{\"arguments\":");
+	jw_str(&w, frag, frag_len);
+	JW_LIT(&w, "}}]}");
+	logprobs_field(&w, s->meta.kind, logprobs);
+	JW_LIT(&w, ",\"finish_reason\":null");
+	chunk_close(&w, s);
+	if (jw_end(&w) != TS_OK)
+		s->role_sent = role_sent;
+	return w.rc;
+}
+
+enum ts_err
+openai_encode_finish(struct ts_buf *b, struct openai_stream *s,
+    enum openai_finish finish)
+{
+	struct jw w;
+
+	jw_begin(&w, b);
+	chunk_open(&w, s);
+	if (s->meta.kind != OPENAI_CHAT)
+		JW_LIT(&w, ",\"text\":\"\"");
+	else if (!s->role_sent)
+		JW_LIT(&w, ",\"delta\":{\"role\":\"assistant\",\"content\":"
+		    "\"\"}");
+	else
+		JW_LIT(&w, ",\"delta\":{}");
+	JW_LIT(&w, ",\"logprobs\":null,\"finish_reason\":");
+	jw_cstr(&w, openai_finish_reason(finish));
+	chunk_close(&w, s);
+	if (jw_end(&w) != TS_OK)
+		return w.rc;
+	if (s->meta.kind == OPENAI_CHAT)
+		s->role_sent = 1;
+	return TS_OK;
+}
+
+enum ts_err
+openai_encode_usage(struct ts_buf *b, const struct openai_stream *s,
+    const struct openai_usage *u)
+{
+	struct jw w;
+
+	if (!s->include_usage)
+		return TS_OK;
+	jw_begin(&w, b);
+	JW_LIT(&w, "data: ");
+	head(&w, &s->meta, s->meta.kind == OPENAI_CHAT ?
+	    "chat.completion.chunk" : "text_completion");
+	JW_LIT(&w, ",\"choices\":[],\"usage\":");
+	usage(&w, u);
+	JW_LIT(&w, "}\n\n");
+	return jw_end(&w);
+}
+
+/* ---- what carries no tokens: jansson -------------------------------------- */
 
 /* encode.h; responses.c uses it too */
 json_t *
@@ -65,13 +700,11 @@ openai_json_set(json_t *o, const char *key, json_t *v)
 }
 
 /*
- * Dumps o compactly (taking its reference) and appends it: as one SSE
- * event when `event`, else bare. JSON_COMPACT escapes every control
- * character, so an event is a single data line. NULL o is TS_EINVAL
- * (a string that was not UTF-8).
+ * Dumps o compactly (taking its reference) and appends it. NULL o is
+ * TS_EINVAL (a string that was not UTF-8).
  */
 static enum ts_err
-emit(struct ts_buf *b, json_t *o, int event)
+emit(struct ts_buf *b, json_t *o)
 {
 	enum ts_err rc;
 	char *s;
@@ -82,361 +715,9 @@ emit(struct ts_buf *b, json_t *o, int event)
 	json_decref(o);
 	if (s == NULL)
 		return TS_ENOMEM;
-	rc = event ? sse_encode_data(b, s, strlen(s)) :
-	    ts_buf_append(b, s, strlen(s));
+	rc = ts_buf_append(b, s, strlen(s));
 	free(s);
 	return rc;
-}
-
-/* A JSON string of a token's text; OpenAI's "bytes:\\xNN..." form for
- * bytes that are not UTF-8. */
-static json_t *
-token_string(const char *p, size_t len)
-{
-	json_t *j = json_stringn(p, len);
-	char buf[4 * 64 + 8];
-	size_t i, at;
-
-	if (j != NULL)
-		return j;
-	at = (size_t)snprintf(buf, sizeof(buf), "bytes:");
-	for (i = 0; i < len && at + 5 < sizeof(buf); i++)
-		at += (size_t)snprintf(buf + at, sizeof(buf) - at, "\\x%02x",
-		    (unsigned char)p[i]);
-	return json_stringn(buf, at);
-}
-
-static json_t *
-bytes_array(const char *p, size_t len)
-{
-	json_t *a = json_array();
-	size_t i;
-
-	for (i = 0; i < len && a != NULL; i++)
-		if (json_array_append_new(a, json_integer(
-		    (unsigned char)p[i])) != 0) {
-			json_decref(a);
-			a = NULL;
-		}
-	return a;
-}
-
-static json_t *
-lp_entry(const struct openai_lp_entry *e)
-{
-	json_t *o = json_object();
-
-	o = openai_json_set(o, "token", token_string(e->text, e->len));
-	o = openai_json_set(o, "logprob", json_real(e->logprob));
-	return openai_json_set(o, "bytes", bytes_array(e->text, e->len));
-}
-
-json_t *
-openai_logprobs_json(enum openai_kind kind, const struct openai_lp_token *t,
-    size_t n)
-{
-	size_t i, j;
-
-	if (kind == OPENAI_CHAT) {
-		json_t *content = json_array(), *o;
-
-		for (i = 0; i < n && content != NULL; i++) {
-			json_t *top = json_array();
-
-			for (j = 0; j < t[i].ntop && top != NULL; j++)
-				if (json_array_append_new(top,
-				    lp_entry(&t[i].top[j])) != 0) {
-					json_decref(top);
-					top = NULL;
-				}
-			o = openai_json_set(lp_entry(&t[i].tok),
-			    "top_logprobs", top);
-			if (o == NULL || json_array_append_new(content, o) !=
-			    0) {
-				json_decref(content);
-				content = NULL;
-			}
-		}
-		o = openai_json_set(json_object(), "content", content);
-		return openai_json_set(o, "refusal", json_null());
-	} else {
-		json_t *toks = json_array(), *lps = json_array();
-		json_t *tops = json_array(), *offs = json_array(), *o;
-
-		for (i = 0; i < n; i++) {
-			json_t *top = json_object();
-
-			for (j = 0; j < t[i].ntop && top != NULL; j++) {
-				json_t *k = token_string(t[i].top[j].text,
-				    t[i].top[j].len);
-
-				if (k == NULL || json_object_set_new(top,
-				    json_string_value(k), json_real(
-				    t[i].top[j].logprob)) != 0) {
-					json_decref(top);
-					top = NULL;
-				}
-				json_decref(k);
-			}
-			if (json_array_append_new(toks, token_string(
-			    t[i].tok.text, t[i].tok.len)) != 0 ||
-			    json_array_append_new(lps, json_real(
-			    t[i].tok.logprob)) != 0 ||
-			    json_array_append_new(tops, top) != 0 ||
-			    json_array_append_new(offs, json_integer(
-			    (json_int_t)t[i].text_offset)) != 0) {
-				json_decref(toks);
-				toks = NULL;
-				break;
-			}
-		}
-		o = openai_json_set(json_object(), "tokens", toks);
-		if (toks == NULL) {
-			json_decref(lps);
-			json_decref(tops);
-			json_decref(offs);
-			json_decref(o);
-			return NULL;
-		}
-		o = openai_json_set(o, "token_logprobs", lps);
-		o = openai_json_set(o, "top_logprobs", tops);
-		return openai_json_set(o, "text_offset", offs);
-	}
-}
-
-/* The tool_calls array of a whole answer. */
-static json_t *
-calls_json(const struct openai_tool_call *c, size_t n)
-{
-	json_t *a = json_array();
-	size_t i;
-
-	for (i = 0; i < n && a != NULL; i++) {
-		json_t *o = json_pack("{s:s,s:s,s:{s:s,s:s%}}", "id", c[i].id,
-		    "type", "function", "function", "name", c[i].name,
-		    "arguments", c[i].args, c[i].args_len);
-
-		if (o == NULL || json_array_append_new(a, o) != 0) {
-			json_decref(a);
-			a = NULL;
-		}
-	}
-	return a;
-}
-
-/* One choice object of a whole answer; logprobs borrowed (NULL: null). */
-static json_t *
-choice_json(enum openai_kind kind, uint32_t index, const char *text,
-    size_t len, enum openai_finish finish, const struct openai_extra *x)
-{
-	const char *fr = openai_finish_reason(finish);
-	json_t *lp = x != NULL && x->logprobs != NULL ?
-	    json_incref(x->logprobs) : json_null();
-
-	if (kind == OPENAI_CHAT && x != NULL && x->ncalls > 0)
-		return json_pack("{s:i,s:{s:s,s:n,s:o,s:n},s:o,s:s}",
-		    "index", (int)index, "message", "role", "assistant",
-		    "content", "tool_calls", calls_json(x->calls, x->ncalls),
-		    "refusal", "logprobs", lp, "finish_reason", fr);
-	if (kind == OPENAI_CHAT)
-		/* "refusal" is required by OpenAI's schema, and OpenAI
-		 * sends null when the model did not refuse */
-		return json_pack("{s:i,s:{s:s,s:s%,s:n},s:o,s:s}", "index",
-		    (int)index, "message", "role", "assistant", "content",
-		    text, len, "refusal", "logprobs", lp, "finish_reason", fr);
-	return json_pack("{s:i,s:s%,s:o,s:s}", "index", (int)index, "text",
-	    text, len, "logprobs", lp, "finish_reason", fr);
-}
-
-enum ts_err
-openai_encode_response_n(struct ts_buf *b, const struct openai_meta *m,
-    const struct openai_choice *c, size_t n, const struct openai_usage *u)
-{
-	json_t *o = head(m, m->kind == OPENAI_CHAT ? "chat.completion" :
-	    "text_completion");
-	json_t *choices = json_array();
-	size_t i;
-
-	for (i = 0; i < n && choices != NULL; i++) {
-		json_t *ch = choice_json(m->kind, (uint32_t)i, c[i].text,
-		    c[i].len, c[i].finish, &c[i].x);
-
-		if (ch == NULL || json_array_append_new(choices, ch) != 0) {
-			json_decref(choices);
-			choices = NULL;
-		}
-	}
-	o = openai_json_set(o, "choices", choices);
-	o = openai_json_set(o, "usage", usage_json(u));
-	return emit(b, o, 0);
-}
-
-enum ts_err
-openai_encode_response_x(struct ts_buf *b, const struct openai_meta *m,
-    const char *text, size_t len, enum openai_finish finish,
-    const struct openai_usage *u, struct openai_extra *x)
-{
-	struct openai_choice c;
-	enum ts_err rc;
-
-	memset(&c, 0, sizeof(c));
-	c.text = text;
-	c.len = len;
-	c.finish = finish;
-	if (x != NULL)
-		c.x = *x;
-	rc = openai_encode_response_n(b, m, &c, 1, u);
-	if (x != NULL) {
-		json_decref(x->logprobs);
-		x->logprobs = NULL;
-	}
-	return rc;
-}
-
-enum ts_err
-openai_encode_response(struct ts_buf *b, const struct openai_meta *m,
-    const char *text, size_t len, enum openai_finish finish,
-    const struct openai_usage *u)
-{
-	return openai_encode_response_x(b, m, text, len, finish, u, NULL);
-}
-
-void
-openai_stream_init(struct openai_stream *s, const struct openai_meta *m,
-    int include_usage)
-{
-	s->meta = *m;
-	s->include_usage = include_usage != 0;
-	s->role_sent = 0;
-	s->index = 0;
-}
-
-/*
- * A chunk whose one choice is `choice` (taken), with "usage":null when
- * the stream includes usage. NULL on failure.
- */
-static json_t *
-chunk(const struct openai_stream *s, json_t *choice)
-{
-	json_t *o = head(&s->meta, s->meta.kind == OPENAI_CHAT ?
-	    "chat.completion.chunk" : "text_completion");
-
-	o = openai_json_set(o, "choices", choice ? json_pack("[o]", choice) :
-	    NULL);
-	if (s->include_usage)
-		o = openai_json_set(o, "usage", json_null());
-	return o;
-}
-
-enum ts_err
-openai_encode_chunk_lp(struct ts_buf *b, struct openai_stream *s,
-    const char *text, size_t len, json_t *logprobs)
-{
-	json_t *choice, *lp = logprobs != NULL ? logprobs : json_null();
-	enum ts_err rc;
-
-	if (s->meta.kind != OPENAI_CHAT)
-		choice = json_pack("{s:i,s:s%,s:o,s:n}", "index", (int)s->index, "text",
-		    text, len, "logprobs", lp, "finish_reason");
-	else if (!s->role_sent)
-		choice = json_pack("{s:i,s:{s:s,s:s%},s:o,s:n}", "index", (int)s->index,
-		    "delta", "role", "assistant", "content", text, len,
-		    "logprobs", lp, "finish_reason");
-	else
-		choice = json_pack("{s:i,s:{s:s%},s:o,s:n}", "index", (int)s->index,
-		    "delta", "content", text, len, "logprobs", lp,
-		    "finish_reason");
-	rc = emit(b, chunk(s, choice), 1);
-	if (rc == TS_OK && s->meta.kind == OPENAI_CHAT)
-		s->role_sent = 1;
-	return rc;
-}
-
-enum ts_err
-openai_encode_chunk(struct ts_buf *b, struct openai_stream *s,
-    const char *text, size_t len)
-{
-	return openai_encode_chunk_lp(b, s, text, len, NULL);
-}
-
-enum ts_err
-openai_encode_tool_delta(struct ts_buf *b, struct openai_stream *s,
-    uint32_t index, const char *id, const char *name, const char *frag,
-    size_t frag_len, json_t *logprobs)
-{
-	json_t *call, *delta, *lp = logprobs != NULL ? logprobs : json_null();
-	size_t start = b->len;
-	enum ts_err rc;
-
-	if (id != NULL) {
-		/* the call's head, as OpenAI sends it: arguments "" */
-		call = json_pack("{s:i,s:s,s:s,s:{s:s,s:s}}", "index",
-		    (int)index, "id", id, "type", "function", "function",
-		    "name", name, "arguments", "");
-		delta = s->role_sent ? json_object() : json_pack("{s:s,s:n}",
-		    "role", "assistant", "content");
-		delta = openai_json_set(delta, "tool_calls", call ?
-		    json_pack("[o]", call) : NULL);
-		rc = emit(b, chunk(s, json_pack("{s:i,s:o,s:n,s:n}", "index",
-		    (int)s->index, "delta", delta, "logprobs", "finish_reason")), 1);
-		if (rc != TS_OK) {
-			json_decref(lp);
-			return rc;
-		}
-		s->role_sent = 1;
-		if (frag_len == 0 && logprobs == NULL) {
-			json_decref(lp);
-			return TS_OK;
-		}
-	}
-	call = json_pack("{s:i,s:{s:s%}}", "index", (int)index, "function",
-	    "arguments", frag, frag_len);
-	delta = call ? json_pack("{s:[o]}", "tool_calls", call) : NULL;
-	rc = emit(b, chunk(s, delta ? json_pack("{s:i,s:o,s:o,s:n}", "index",
-	    (int)s->index, "delta", delta, "logprobs", lp, "finish_reason") :
-	    NULL), 1);
-	if (rc != TS_OK)
-		b->len = start;
-	return rc;
-}
-
-enum ts_err
-openai_encode_finish(struct ts_buf *b, struct openai_stream *s,
-    enum openai_finish finish)
-{
-	const char *fr = openai_finish_reason(finish);
-	json_t *choice;
-	enum ts_err rc;
-
-	if (s->meta.kind != OPENAI_CHAT)
-		choice = json_pack("{s:i,s:s,s:n,s:s}", "index", (int)s->index, "text", "",
-		    "logprobs", "finish_reason", fr);
-	else if (!s->role_sent)
-		choice = json_pack("{s:i,s:{s:s,s:s},s:n,s:s}", "index", (int)s->index,
-		    "delta", "role", "assistant", "content", "", "logprobs",
-		    "finish_reason", fr);
-	else
-		choice = json_pack("{s:i,s:{},s:n,s:s}", "index", (int)s->index, "delta",
-		    "logprobs", "finish_reason", fr);
-	rc = emit(b, chunk(s, choice), 1);
-	if (rc == TS_OK && s->meta.kind == OPENAI_CHAT)
-		s->role_sent = 1;
-	return rc;
-}
-
-enum ts_err
-openai_encode_usage(struct ts_buf *b, const struct openai_stream *s,
-    const struct openai_usage *u)
-{
-	json_t *o;
-
-	if (!s->include_usage)
-		return TS_OK;
-	o = head(&s->meta, s->meta.kind == OPENAI_CHAT ?
-	    "chat.completion.chunk" : "text_completion");
-	o = openai_json_set(o, "choices", json_array());
-	o = openai_json_set(o, "usage", usage_json(u));
-	return emit(b, o, 1);
 }
 
 enum ts_err
@@ -521,11 +802,11 @@ openai_encode_models(struct ts_buf *b, const struct openai_model_info *m,
 		}
 	}
 	return emit(b, data ? json_pack("{s:s,s:o}", "object", "list",
-	    "data", data) : NULL, 0);
+	    "data", data) : NULL);
 }
 
 enum ts_err
 openai_encode_model(struct ts_buf *b, const struct openai_model_info *m)
 {
-	return emit(b, model_json(m), 0);
+	return emit(b, model_json(m));
 }

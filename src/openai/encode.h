@@ -59,22 +59,44 @@ struct openai_lp_token {
 };
 
 /*
- * The "logprobs" object of a choice for tokens t[0..n) (OpenAI API
- * reference): chat {"content":[{"token","logprob","bytes":[...],
- * "top_logprobs":[{"token","logprob","bytes"}...]}],"refusal":null};
- * completions {"tokens":[...],"token_logprobs":[...],"top_logprobs":
- * [{TOKEN: logprob, ...}],"text_offset":[...]}. A token whose text is
- * not UTF-8 (a byte of a character) is written as OpenAI does,
- * "bytes:\xe2\x80" with its real bytes in "bytes". NULL if jansson
- * cannot allocate. The caller owns the result.
+ * Where the encoders read a choice's logprobs, one token at a time, so
+ * that no list or tree of every token is built: get(ctx, i, t) fills *t
+ * for token i of [0, n), its top pointing at storage of the source's
+ * own that stays valid until the next call. The encoders call it for i
+ * = 0, 1, ..., n - 1 in order, once per array they write (the
+ * completions object has four).
  */
-json_t *openai_logprobs_json(enum openai_kind kind,
+struct openai_lp_src {
+	size_t n;
+	void (*get)(void *ctx, size_t i, struct openai_lp_token *t);
+	void *ctx;
+};
+
+/* A source over an array t[0..n) (borrowed), for tests and tools. */
+void openai_lp_src_array(struct openai_lp_src *src,
     const struct openai_lp_token *t, size_t n);
+
+/*
+ * Appends the "logprobs" object of a choice for the tokens of src
+ * (OpenAI API reference), written directly as compact JSON, byte for
+ * byte what jansson would dump for the same tree: chat {"content":
+ * [{"token","logprob","bytes":[...],"top_logprobs":[{"token","logprob",
+ * "bytes"}...]}],"refusal":null}; completions {"tokens":[...],
+ * "token_logprobs":[...],"top_logprobs":[{TOKEN: logprob, ...}],
+ * "text_offset":[...]}, where a TOKEN given twice is written once, at its
+ * first place with its last logprob, and a key ends at a NUL byte (as
+ * jansson's object keys do). A token whose text is not UTF-8 (a byte of
+ * a character) is written as OpenAI does, "bytes:\\xe2\\x80" with its
+ * real bytes in "bytes". TS_EINVAL for a logprob that is not finite;
+ * TS_ELIMIT when b's limit would be exceeded; nothing appended then.
+ */
+enum ts_err openai_encode_logprobs(struct ts_buf *b, enum openai_kind kind,
+    const struct openai_lp_src *src);
 
 /* What a choice carries beyond its text, for the _x encoders: NULL
  * members (0 counts) are sent as OpenAI sends their absence. */
 struct openai_extra {
-	json_t *logprobs;        /* taken (even on error); NULL: null */
+	const struct openai_lp_src *logprobs;  /* borrowed; NULL: null */
 	const struct openai_tool_call *calls;  /* chat: message.tool_calls
 				  * with content null */
 	size_t ncalls;
@@ -91,10 +113,14 @@ json_t *openai_json_set(json_t *o, const char *key, json_t *v);
 const char *openai_finish_reason(enum openai_finish f);
 
 /*
- * Encoders. Each appends compact JSON built by jansson to *b and returns
- * TS_OK; TS_EINVAL for text or a model name that is not UTF-8; TS_ELIMIT
- * when b's limit would be exceeded; TS_ENOMEM if jansson cannot allocate.
- * On any error nothing is appended.
+ * Encoders. Each appends compact JSON to *b, written directly with
+ * jansson's escapes and number formats (the bytes json_dumps(JSON_COMPACT)
+ * gives for the same tree, without the tree: a token's chunk or a whole
+ * answer costs its bytes, not a tree of its parts), and returns TS_OK;
+ * TS_EINVAL for text or a model name that is not UTF-8 (or a logprob
+ * that is not finite); TS_ELIMIT when b's limit would be exceeded. On
+ * any error nothing is appended. (openai_encode_models, _model and the
+ * stream error still build with jansson: they carry no tokens.)
  */
 
 /*
@@ -114,7 +140,7 @@ struct openai_choice {
 	const char *text;
 	size_t len;
 	enum openai_finish finish;
-	struct openai_extra x;   /* its logprobs are borrowed here */
+	struct openai_extra x;
 };
 
 /* The whole answer with n choices (indexes 0..n-1); usage is the
@@ -127,7 +153,7 @@ enum ts_err openai_encode_response_n(struct ts_buf *b,
 enum ts_err openai_encode_response_x(struct ts_buf *b,
     const struct openai_meta *m, const char *text, size_t len,
     enum openai_finish finish, const struct openai_usage *u,
-    struct openai_extra *x);
+    const struct openai_extra *x);
 
 /*
  * A stream's state between chunks. Event order: openai_encode_chunk per
@@ -158,9 +184,9 @@ void openai_stream_init(struct openai_stream *s, const struct openai_meta *m,
  * also has "role":"assistant" (before "content"; there is never a
  * role-only chunk). With include_usage, "usage":null follows "choices".
  */
-/* ... with that chunk's tokens' logprobs (taken; NULL: null). */
+/* ... with that chunk's tokens' logprobs (NULL: null). */
 enum ts_err openai_encode_chunk_lp(struct ts_buf *b, struct openai_stream *s,
-    const char *text, size_t len, json_t *logprobs);
+    const char *text, size_t len, const struct openai_lp_src *logprobs);
 
 /*
  * A chat chunk of tool call `index`: its first ({"index","id","type":
@@ -168,11 +194,12 @@ enum ts_err openai_encode_chunk_lp(struct ts_buf *b, struct openai_stream *s,
  * then the fragment in a chunk of its own) or a fragment of its
  * arguments ({"index","function":{"arguments"}}), as OpenAI streams
  * them; the stream's first delta also has "role":"assistant" and
- * "content":null. logprobs taken (NULL: null).
+ * "content":null. logprobs NULL: null.
  */
 enum ts_err openai_encode_tool_delta(struct ts_buf *b,
     struct openai_stream *s, uint32_t index, const char *id,
-    const char *name, const char *frag, size_t frag_len, json_t *logprobs);
+    const char *name, const char *frag, size_t frag_len,
+    const struct openai_lp_src *logprobs);
 
 enum ts_err openai_encode_chunk(struct ts_buf *b, struct openai_stream *s,
     const char *text, size_t len);

@@ -48,6 +48,7 @@ openai_request_free(struct openai_request *r)
 		r->stop[i].len = 0;
 	}
 	r->n_stop = 0;
+	openai_request_drop_schemas(r);
 	for (i = 0; r->tools != NULL && i < r->n_tools; i++) {
 		free(r->tools[i].name);
 		json_decref(r->tools[i].parameters);
@@ -65,6 +66,19 @@ openai_request_free(struct openai_request *r)
 	r->format_schema = NULL;
 }
 
+void
+openai_request_drop_schemas(struct openai_request *r)
+{
+	size_t i;
+
+	for (i = 0; r->tools != NULL && i < r->n_tools; i++) {
+		schema_gen_free(r->tools[i].compiled);
+		r->tools[i].compiled = NULL;
+	}
+	schema_gen_free(r->format_compiled);
+	r->format_compiled = NULL;
+}
+
 static void
 request_defaults(struct openai_request *r, enum openai_kind kind)
 {
@@ -78,6 +92,7 @@ request_defaults(struct openai_request *r, enum openai_kind kind)
 	knobs_defaults(&r->knobs);
 	r->parallel_tool_calls = 1;
 	r->n = 1;
+	r->schema_steps = SCHEMA_GEN_MAX_STEPS;
 }
 
 /* True when v is the JSON string `lit` exactly (NUL bytes included). */
@@ -990,21 +1005,32 @@ tool_name_ok(const json_t *v)
 	return 1;
 }
 
-/* A JSON Schema the generator must satisfy (a tool's parameters or a
- * json_schema response format), checked at `param`. */
+/*
+ * A JSON Schema the generator must satisfy (a tool's parameters or a
+ * json_schema response format), checked at `param` and compiled into
+ * *out for the plan, within what is left of the request's step budget
+ * (req->schema_steps): a schema that would take more is a 400
+ * schema_too_complex.
+ */
 static enum ts_err
-check_schema(const json_t *schema, const char *param,
-    struct http_error *err)
+check_schema(struct openai_request *req, const json_t *schema,
+    const char *param, struct schema_gen **out, struct http_error *err)
 {
 	char msg[200];
+	enum ts_err rc;
 
+	*out = NULL;
 	if (!json_is_object(schema) && !json_is_true(schema)) {
 		err_type(err, param, "an object (a JSON Schema)", schema);
 		return TS_EINVAL;
 	}
-	if (schema_gen_check(schema, msg, sizeof(msg)) != TS_OK) {
-		http_error_set(err, 400, ERR_TYPE, "invalid_value",
-		    "Invalid schema for '%s': %s", param, msg);
+	rc = schema_gen_compile(schema, &req->schema_steps, out, msg,
+	    sizeof(msg));
+	if (rc != TS_OK) {
+		http_error_set(err, 400, ERR_TYPE, rc == TS_ELIMIT &&
+		    req->schema_steps == 0 ? "schema_too_complex" :
+		    "invalid_value", "Invalid schema for '%s': %s", param,
+		    msg);
 		http_error_set_param(err, "%s", param);
 		return TS_EINVAL;
 	}
@@ -1132,7 +1158,8 @@ parse_tools(const json_t *root, struct openai_request *req,
 				http_error_set_param(err, "%s", path);
 				return TS_EINVAL;
 			}
-			if (check_schema(x, path, err) != TS_OK)
+			if (check_schema(req, x, path,
+			    &req->tools[i].compiled, err) != TS_OK)
 				return TS_EINVAL;
 			req->tools[i].parameters = json_incref((json_t *)x);
 		} else if (given(x) && !json_is_object(x)) {
@@ -1278,8 +1305,8 @@ parse_format(const json_t *root, struct openai_request *req,
 		req->format_schema = json_loads(format_object_schema, 0, NULL);
 		return TS_OK;
 	}
-	if (check_schema(x, "response_format.json_schema.schema", err) !=
-	    TS_OK)
+	if (check_schema(req, x, "response_format.json_schema.schema",
+	    &req->format_compiled, err) != TS_OK)
 		return TS_EINVAL;
 	req->format_schema = json_incref((json_t *)x);
 	return TS_OK;

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "jsonschema/schema_gen.h"
 #include "openai/openai.h"
 
 /* One chat message. `content` is the string, or the text parts joined
@@ -32,6 +33,9 @@ struct openai_tool {
 	size_t name_len;
 	json_t *parameters;      /* its JSON Schema (a reference the request
 				  * holds), {"type":"object"} if none */
+	struct schema_gen *compiled; /* the parameters compiled and checked
+				  * (jsonschema/schema_gen.h), for the
+				  * plan; NULL: none given, or dropped */
 };
 
 /* What "tool_choice" asks. */
@@ -112,10 +116,19 @@ struct openai_request {
 	enum openai_format format;
 	json_t *format_schema;   /* OPENAI_FORMAT_JSON_SCHEMA: the schema
 				  * (a reference), else NULL */
+	struct schema_gen *format_compiled; /* ... compiled, as a tool's */
+	/* steps left of the budget its schemas share while they are
+	 * checked (SCHEMA_GEN_MAX_STEPS for the request) */
+	uint64_t schema_steps;
 };
 
 /* Frees what *r owns and leaves it empty (pointers NULL). Accepts NULL. */
 void openai_request_free(struct openai_request *r);
+
+/* Frees r's compiled schemas (tools[].compiled, format_compiled) once
+ * the answer is planned: they can be large, the request lives as long
+ * as its stream. */
+void openai_request_drop_schemas(struct openai_request *r);
 
 /*
  * Parses the JSON body (body, len) of a request to endpoint `kind`.

@@ -90,13 +90,28 @@ last_user(const struct openai_request *req)
 	return NULL;
 }
 
+/*
+ * Appends an instance of `schema` (compiled: parse.c's, or NULL to
+ * compile it here) to out, cut once the guide is `cap` bytes long
+ * (schema_gen_emit): the bytes past it are never sent.
+ */
 static enum ts_err
-gen(const json_t *schema, uint64_t seed, struct ts_buf *out,
-    struct http_error *err)
+gen(const json_t *schema, struct schema_gen *compiled, uint64_t seed,
+    size_t cap, struct ts_buf *out, struct http_error *err)
 {
+	uint64_t steps = SCHEMA_GEN_MAX_STEPS;
+	struct schema_gen *own = NULL;
 	char msg[200];
-	enum ts_err rc = schema_gen(schema, seed, out, msg, sizeof(msg));
+	enum ts_err rc = TS_OK;
 
+	if (compiled == NULL)
+		rc = schema_gen_compile(schema, &steps, &own, msg,
+		    sizeof(msg));
+	if (rc == TS_OK)
+		rc = schema_gen_emit(compiled != NULL ? compiled : own, seed,
+		    cap > out->len ? cap - out->len : 0, out, msg,
+		    sizeof(msg));
+	schema_gen_free(own);
 	if (rc != TS_OK)
 		http_error_set(err, 400, "invalid_request_error",
 		    "invalid_value", "The schema cannot be generated: %s",
@@ -106,7 +121,7 @@ gen(const json_t *schema, uint64_t seed, struct ts_buf *out,
 
 enum ts_err
 openai_plan_make(const struct openai_request *req, uint64_t seed, int echo,
-    struct openai_plan *p, struct http_error *err)
+    size_t cap, struct openai_plan *p, struct http_error *err)
 {
 	size_t which[OPENAI_PLAN_MAX_CALLS], n, i;
 	enum ts_err rc;
@@ -120,7 +135,8 @@ openai_plan_make(const struct openai_request *req, uint64_t seed, int echo,
 		c->tool = which[i];
 		call_id(seed, i, c->id);
 		c->off = p->guide.len;
-		rc = gen(req->tools[c->tool].parameters, draw(seed, 10 + i),
+		rc = gen(req->tools[c->tool].parameters,
+		    req->tools[c->tool].compiled, draw(seed, 10 + i), cap,
 		    &p->guide, err);
 		if (rc != TS_OK)
 			goto fail;
@@ -132,7 +148,8 @@ openai_plan_make(const struct openai_request *req, uint64_t seed, int echo,
 		return TS_OK;
 	}
 	if (req->format != OPENAI_FORMAT_TEXT && req->format_schema != NULL) {
-		rc = gen(req->format_schema, draw(seed, 9), &p->guide, err);
+		rc = gen(req->format_schema, req->format_compiled,
+		    draw(seed, 9), cap, &p->guide, err);
 		if (rc != TS_OK)
 			goto fail;
 		p->guided = 1;
@@ -145,7 +162,10 @@ openai_plan_make(const struct openai_request *req, uint64_t seed, int echo,
 		size_t len = req->kind == OPENAI_COMPLETIONS ?
 		    req->prompt_len : m != NULL ? m->content_len : 0;
 
-		if (ts_buf_append(&p->guide, t, len) != TS_OK) {
+		/* no more than can be sent; the message's own limit
+		 * first */
+		if (len > ENGINE_MAX_GUIDE_BYTES || ts_buf_append(&p->guide,
+		    t, len < cap ? len : cap) != TS_OK) {
 			rc = TS_ELIMIT;
 			http_error_set(err, 400, "invalid_request_error",
 			    "invalid_value", "The message to echo is over %u "

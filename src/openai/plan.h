@@ -55,14 +55,19 @@ struct openai_plan {
  * `seed` (the request's seed, or the prompt's rng_seed_of without one).
  * echo: tokstream runs with --mode echo (the answer is the last user
  * message, or the prompt of a completion, when no tool call or JSON
- * format applies). Returns TS_OK with *p filled (free it with
+ * format applies). The guide is made only as far as `cap` bytes: what
+ * max_tokens tokens can carry (backend.h, guided): each schema instance
+ * is cut there (schema_gen_emit: its first bytes, exactly those of the
+ * whole instance) and an echo copied that far; a call that starts past
+ * it is "{}"-short and never sent. Uses req's compiled schemas (parse.c)
+ * when it has them. Returns TS_OK with *p filled (free it with
  * openai_plan_free), TS_ELIMIT when the text would be over
  * ENGINE_MAX_GUIDE_BYTES (err is then a 400), TS_EINVAL when a schema
  * cannot be satisfied (400; parse.c checked every schema, so only the
  * generator's size limits remain).
  */
 enum ts_err openai_plan_make(const struct openai_request *req, uint64_t seed,
-    int echo, struct openai_plan *p, struct http_error *err);
+    int echo, size_t cap, struct openai_plan *p, struct http_error *err);
 
 /* The calls of plan p as the encoders take them, args pointing into
  * p->guide and names into req; out holds OPENAI_PLAN_MAX_CALLS. */

@@ -211,6 +211,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	srv.backend = engine_backend(srv.engine);
+	server_init_costs(&srv);
 	raise_fd_limit(opt.engine.max_num_seqs + opt.engine.max_waiting);
 	if (io_start(&srv.io, srv.now, opt.io_threads, opt.write_stall_ms) !=
 	    TS_OK) {

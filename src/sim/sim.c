@@ -165,6 +165,7 @@ sim_backend(struct engine_backend *out)
 		.physical = 0,
 		.eos_ids = { SIM_EOS_ID, UINT32_MAX },
 		.max_token_bytes = SIM_TOKEN_MAX_BYTES,
+		.vocab_size = sim_vocab_size(),
 		.guided = 1,
 		.seq_start = sim_seq_start,
 		.step = sim_step,

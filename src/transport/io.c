@@ -43,7 +43,7 @@
 /* Most bytes of one write. */
 #define IO_WRITE_MAX (64u * 1024u)
 /* A stream's buffer: one pump's worth (a whole JSON answer). */
-#define IO_OUT_MAX (8u << 20)
+#define IO_OUT_MAX RELAY_OUT_MAX
 /* What a write costs the socket beyond its bytes: the kernel charges a
  * buffer's true size (measured: a 200-byte write to a unix socket adds
  * 1,280 to SIOCOUTQ) and libfcgi adds a record header and padding per

@@ -378,9 +378,9 @@ relay_run(struct conn *c, struct relay *r)
 {
 	struct ts_buf out;
 
-	/* a whole POST /generate answer: 8192 tokens of up to 32 bytes,
-	 * JSON-escaped */
-	ts_buf_init(&out, 8u << 20);
+	/* a whole answer: POST /generate's 8192 tokens of up to 32 bytes,
+	 * JSON-escaped, or a /v1 answer within its bound */
+	ts_buf_init(&out, RELAY_OUT_MAX);
 	relay_listen(r, c->ops->listener(c));
 	for (;;) {
 		int64_t now = r->env.now(), deadline;

@@ -84,6 +84,11 @@ enum ts_err relay_sse_keepalive(struct relay *r, struct ts_buf *out);
  */
 enum ts_err relay_json_keepalive(struct relay *r, struct ts_buf *out);
 
+/* The most bytes one relay_pump may append: a whole JSON answer and its
+ * head (the I/O threads' and relay_run's buffers; a /v1 answer is
+ * bounded below it before its request is run: openai/cost.h). */
+#define RELAY_OUT_MAX (8u << 20)
+
 /* The most choices one relay carries (OPENAI_MAX_N). */
 #define RELAY_MAX_CHOICES 16
 

@@ -426,16 +426,18 @@ check_refused(enum ts_err rc, const char *code, const json_t *root,
 /* An accepted request's plan (openai/plan.h): tool calls and JSON Schema
  * instances from the fuzzed schemas. Every schema parse.c accepted must
  * be generated (TS_OK), or refused only for size (TS_ELIMIT), and each
- * call's arguments must be JSON. */
+ * call's arguments must be JSON. Planned again with a cap (what
+ * max_tokens tokens can carry), the guide must be at least the cap long
+ * (or the whole guide) and begin with the whole guide's bytes. */
 static void
-check_plan(const struct openai_request *r)
+check_plan(const struct openai_request *r, size_t cap)
 {
-	struct openai_plan p;
+	struct openai_plan p, q;
 	struct http_error err;
 	enum ts_err rc;
-	size_t i;
+	size_t i, n;
 
-	rc = openai_plan_make(r, 42, 1, &p, &err);
+	rc = openai_plan_make(r, 42, 1, SIZE_MAX, &p, &err);
 	FUZZ_CHECK(rc == TS_OK || rc == TS_ELIMIT);
 	if (rc != TS_OK)
 		return;
@@ -446,6 +448,13 @@ check_plan(const struct openai_request *r)
 		FUZZ_CHECK(v != NULL);
 		json_decref(v);
 	}
+	rc = openai_plan_make(r, 42, 1, cap, &q, &err);
+	FUZZ_CHECK(rc == TS_OK);
+	FUZZ_CHECK(q.ncalls == p.ncalls && q.guided == p.guided);
+	n = cap < p.guide.len ? cap : p.guide.len;
+	FUZZ_CHECK(q.guide.len >= n);
+	FUZZ_CHECK(n == 0 || memcmp(p.guide.p, q.guide.p, n) == 0);
+	openai_plan_free(&q);
 	openai_plan_free(&p);
 }
 
@@ -473,7 +482,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_CHECK(code == NULL);
 			check_accepted(kinds[k], root, &r);
 			check_encoders(&r);
-			check_plan(&r);
+			/* a cap from the input, up to 512 bytes */
+			check_plan(&r, (size - k) % 513);
 		} else {
 			check_refused(rc, code, root, &r, &err);
 		}

@@ -96,6 +96,7 @@ server_start_backend(struct fake_server *fs)
 	assert_int_equal(engine_create_manual(&srv->engine, &fs->opt.engine,
 	    &fs->be, &fs->hooks), TS_OK);
 	srv->backend = engine_backend(srv->engine);
+	server_init_costs(srv);
 }
 
 void

@@ -622,6 +622,7 @@ setup(void **unused)
 	assert_int_equal(engine_create(&srv.engine, &opt.engine, &be, &hooks),
 	    TS_OK);
 	srv.backend = engine_backend(srv.engine);
+	server_init_costs(&srv);
 	assert_int_equal(io_start(&srv.io, srv.now, 2, opt.write_stall_ms),
 	    TS_OK);
 	return 0;

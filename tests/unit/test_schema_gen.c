@@ -1117,6 +1117,185 @@ test_oneof_large(void **unused)
 	json_decref(s);
 }
 
+/* A cut generation (schema_gen_emit with a cap): over every schema of
+ * the corpus, seeds and caps, the text is at least the cap long (or the
+ * whole instance) and begins with exactly the whole instance's bytes;
+ * with no cap it is the whole instance. */
+static void
+test_emit_cap(void **unused)
+{
+	static const size_t caps[] = { 0, 1, 2, 7, 31, 100, 512, 4096 };
+	size_t i, k, len;
+	uint64_t seed;
+
+	(void)unused;
+	for (i = 0; i < NGOOD; i++) {
+		json_t *s = load(good_schemas[i]);
+		uint64_t steps = SCHEMA_GEN_MAX_STEPS;
+		struct schema_gen *g;
+		char msg[200] = "";
+
+		if (schema_gen_compile(s, &steps, &g, msg, sizeof(msg)) !=
+		    TS_OK)
+			fail_msg("schema %zu: %s", i, msg);
+		assert_true(steps < SCHEMA_GEN_MAX_STEPS);
+		for (seed = 0; seed < 40; seed++) {
+			char *whole = gen_text(s, seed, &len);
+			struct ts_buf b;
+
+			for (k = 0; k < sizeof(caps) / sizeof(caps[0]); k++) {
+				size_t want = caps[k] < len ? caps[k] : len;
+
+				ts_buf_init(&b, 1u << 22);
+				assert_int_equal(schema_gen_emit(g, seed,
+				    caps[k], &b, msg, sizeof(msg)), TS_OK);
+				if (b.len < want ||
+				    memcmp(b.p, whole, want) != 0)
+					fail_msg("schema %zu seed %llu cap %zu: "
+					    "%.*s is not a prefix of %s", i,
+					    (unsigned long long)seed, caps[k],
+					    (int)b.len, b.p, whole);
+				ts_buf_free(&b);
+			}
+			ts_buf_init(&b, 1u << 22);
+			assert_int_equal(schema_gen_emit(g, seed, SIZE_MAX, &b,
+			    msg, sizeof(msg)), TS_OK);
+			assert_int_equal(b.len, len);
+			assert_memory_equal(b.p, whole, len);
+			ts_buf_free(&b);
+			free(whole);
+		}
+		schema_gen_free(g);
+		json_decref(s);
+	}
+}
+
+/* The instance of 1,024 strings of 1,000 characters (1 MB), cut at 512
+ * bytes: what is made stops at the first string past the cap. */
+static void
+test_emit_cap_large(void **unused)
+{
+	json_t *s = load("{\"type\":\"object\",\"properties\":{\"a\":{"
+	    "\"type\":\"array\",\"minItems\":1024,\"items\":{\"type\":"
+	    "\"string\",\"minLength\":1000}}},\"required\":[\"a\"]}");
+	uint64_t steps = SCHEMA_GEN_MAX_STEPS;
+	struct schema_gen *g;
+	struct ts_buf b;
+	char msg[200];
+
+	(void)unused;
+	assert_int_equal(schema_gen_compile(s, &steps, &g, msg, sizeof(msg)),
+	    TS_OK);
+	ts_buf_init(&b, 1u << 22);
+	assert_int_equal(schema_gen_emit(g, 3, 512, &b, msg, sizeof(msg)),
+	    TS_OK);
+	/* {"a":[ then whole strings of 1,002 bytes until past 512: one */
+	assert_true(b.len >= 512 && b.len < 512 + 1003 + 8);
+	assert_memory_equal(b.p, "{\"a\":[\"", 7);
+	ts_buf_free(&b);
+	schema_gen_free(g);
+	json_decref(s);
+}
+
+/* uniqueItems over objects of six booleans (729 values to list), n
+ * times: the passes' step budget. */
+static json_t *
+uniq_schema(size_t n)
+{
+	json_t *props = json_object(), *item;
+	char k[16];
+	size_t i;
+
+	item = json_pack("{s:s,s:{s:{s:s},s:{s:s},s:{s:s},s:{s:s},s:{s:s},"
+	    "s:{s:s}}}", "type", "object", "properties", "a", "type",
+	    "boolean", "b", "type", "boolean", "c", "type", "boolean", "d",
+	    "type", "boolean", "e", "type", "boolean", "f", "type",
+	    "boolean");
+	for (i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "a%zu", i);
+		json_object_set_new(props, k, json_pack("{s:s,s:b,s:i,s:O}",
+		    "type", "array", "uniqueItems", 1, "minItems", 2, "items",
+		    item));
+	}
+	json_decref(item);
+	return json_pack("{s:s,s:o}", "type", "object", "properties", props);
+}
+
+/*
+ * The step budget: a schema whose checking lists hundreds of thousands
+ * of values (2,100 arrays of uniqueItems over 729 objects each: seconds
+ * and hundreds of MB before the budget) is refused with TS_ELIMIT naming
+ * the budget, and the budget is left at 0; 2 of those arrays are fine
+ * (about 100,000 steps each), and what they spend is taken off a shared
+ * budget, so that enough of them in one request run it out.
+ */
+static void
+test_step_budget(void **unused)
+{
+	json_t *big = uniq_schema(2100), *small = uniq_schema(2);
+	uint64_t steps = SCHEMA_GEN_MAX_STEPS, used;
+	struct schema_gen *g;
+	char msg[200];
+	int i;
+
+	(void)unused;
+	assert_int_equal(schema_gen_compile(big, &steps, &g, msg,
+	    sizeof(msg)), TS_ELIMIT);
+	assert_null(g);
+	assert_int_equal(steps, 0);
+	assert_non_null(strstr(msg, "schema at (root): checking the schema "
+	    "takes more than 2000000 steps"));
+	assert_int_equal(schema_gen_check(big, msg, sizeof(msg)), TS_ELIMIT);
+	steps = SCHEMA_GEN_MAX_STEPS;
+	assert_int_equal(schema_gen_compile(small, &steps, &g, msg,
+	    sizeof(msg)), TS_OK);
+	used = SCHEMA_GEN_MAX_STEPS - steps;
+	assert_true(used > 0 && used < SCHEMA_GEN_MAX_STEPS / 8);
+	schema_gen_free(g);
+	/* a budget shared by the schemas of one request runs out */
+	steps = SCHEMA_GEN_MAX_STEPS;
+	for (i = 0; i < 1000; i++) {
+		enum ts_err rc = schema_gen_compile(small, &steps, &g, msg,
+		    sizeof(msg));
+
+		schema_gen_free(g);
+		if (rc != TS_OK) {
+			assert_int_equal(rc, TS_ELIMIT);
+			break;
+		}
+	}
+	assert_true(i >= 8 && i <= (int)(SCHEMA_GEN_MAX_STEPS / used) + 1);
+	json_decref(big);
+	json_decref(small);
+}
+
+/* A flat object of 5,000 required properties (OpenAI's own limit for
+ * structured outputs' schemas) is well within the budget. */
+static void
+test_step_budget_wide(void **unused)
+{
+	json_t *props = json_object(), *req = json_array(), *s;
+	uint64_t steps = SCHEMA_GEN_MAX_STEPS;
+	struct schema_gen *g;
+	char msg[200], k[16];
+	size_t i;
+
+	(void)unused;
+	for (i = 0; i < 5000; i++) {
+		snprintf(k, sizeof(k), "p%zu", i);
+		json_object_set_new(props, k, json_pack("{s:s}", "type",
+		    i % 2 ? "integer" : "string"));
+		json_array_append_new(req, json_string(k));
+	}
+	s = json_pack("{s:s,s:o,s:o}", "type", "object", "properties", props,
+	    "required", req);
+	assert_int_equal(schema_gen_compile(s, &steps, &g, msg, sizeof(msg)),
+	    TS_OK);
+	assert_true(SCHEMA_GEN_MAX_STEPS - steps < SCHEMA_GEN_MAX_STEPS / 4);
+	schema_gen_free(g);
+	json_decref(s);
+}
+
 int
 main(void)
 {
@@ -1128,6 +1307,10 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_too_deep),
 		cmocka_unit_test(test_output_cap),
+		cmocka_unit_test(test_emit_cap),
+		cmocka_unit_test(test_emit_cap_large),
+		cmocka_unit_test(test_step_budget),
+		cmocka_unit_test(test_step_budget_wide),
 		cmocka_unit_test(test_big),
 		cmocka_unit_test(test_unique_exact),
 		cmocka_unit_test(test_any),
