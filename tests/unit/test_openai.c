@@ -1569,9 +1569,11 @@ test_utf8_as_jansson(void **unused)
 					p[1] = (unsigned char)(0x80 +
 					    (r >> 32) % 64);
 			} else {
-				p[0] = (unsigned char)(x >> (8 * (len - 1)));
-				p[1] = (unsigned char)(x >> (8 * (len - 2)));
-				p[2] = (unsigned char)x;
+				int at;
+
+				for (at = 0; at < len; at++)
+					p[at] = (unsigned char)(x >> (8 *
+					    (len - 1 - at)));
 			}
 			j = json_stringn((const char *)p, (size_t)len);
 			want = j != NULL;
