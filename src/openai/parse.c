@@ -4,6 +4,7 @@
  * extensions). See parse.h. No I/O.
  */
 #include "openai/parse.h"
+#include "openai/parse_field.h"
 
 #include "jsonschema/schema_gen.h"
 
@@ -95,213 +96,6 @@ request_defaults(struct openai_request *r, enum openai_kind kind)
 	r->schema_steps = SCHEMA_GEN_MAX_STEPS;
 }
 
-/* True when v is the JSON string `lit` exactly (NUL bytes included). */
-static int
-str_is(const json_t *v, const char *lit)
-{
-	size_t n = strlen(lit);
-
-	return json_string_length(v) == n &&
-	    memcmp(json_string_value(v), lit, n) == 0;
-}
-
-/* OpenAI's words for a JSON value's type, as its error messages use. */
-static const char *
-type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a decimal";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	case JSON_NULL: return "null";
-	}
-	return "a value";
-}
-
-/* Absent and null are the same: "not given". */
-static int
-given(const json_t *v)
-{
-	return v != NULL && !json_is_null(v);
-}
-
-static void
-err_missing(struct http_error *err, const char *param)
-{
-	http_error_set(err, 400, ERR_TYPE, "missing_required_parameter",
-	    "Missing required parameter: '%s'.", param);
-	http_error_set_param(err, "%s", param);
-}
-
-static void
-err_type(struct http_error *err, const char *param, const char *want,
-    const json_t *got)
-{
-	http_error_set(err, 400, ERR_TYPE, "invalid_type",
-	    "Invalid type for '%s': expected %s, but got %s instead.", param,
-	    want, type_name(got));
-	http_error_set_param(err, "%s", param);
-}
-
-static void
-err_empty_array(struct http_error *err, const char *param)
-{
-	http_error_set(err, 400, ERR_TYPE, "empty_array",
-	    "Invalid '%s': empty array. Expected an array with minimum "
-	    "length 1, but got an empty array instead.", param);
-	http_error_set_param(err, "%s", param);
-}
-
-static void
-err_array_long(struct http_error *err, const char *param, size_t max,
-    size_t got)
-{
-	http_error_set(err, 400, ERR_TYPE, "array_above_max_length",
-	    "Invalid '%s': array too long. Expected an array with maximum "
-	    "length %zu, but got an array with length %zu instead.", param,
-	    max, got);
-	http_error_set_param(err, "%s", param);
-}
-
-static void
-err_string_long(struct http_error *err, const char *param, size_t max,
-    size_t got)
-{
-	http_error_set(err, 400, ERR_TYPE, "string_above_max_length",
-	    "Invalid '%s': string too long. Expected a string with maximum "
-	    "length %zu bytes, but got a string with length %zu bytes "
-	    "instead.", param, max, got);
-	http_error_set_param(err, "%s", param);
-}
-
-/*
- * Reads integer field `name` of `root` into *out when it is given and in
- * [min, max]. Returns 1 (stored), 0 (absent or null) or -1 (*err filled:
- * not an integer, or out of range).
- */
-static int
-get_int(const json_t *root, const char *name, long long min, long long max,
-    long long *out, struct http_error *err)
-{
-	const json_t *v = json_object_get(root, name);
-	long long iv;
-
-	if (!given(v))
-		return 0;
-	if (!json_is_integer(v)) {
-		err_type(err, name, "an integer", v);
-		return -1;
-	}
-	iv = json_integer_value(v);
-	if (iv < min) {
-		http_error_set(err, 400, ERR_TYPE, "integer_below_min_value",
-		    "Invalid '%s': integer below minimum value. Expected a "
-		    "value >= %lld, but got %lld instead.", name, min, iv);
-		http_error_set_param(err, "%s", name);
-		return -1;
-	}
-	if (iv > max) {
-		http_error_set(err, 400, ERR_TYPE, "integer_above_max_value",
-		    "Invalid '%s': integer above maximum value. Expected a "
-		    "value <= %lld, but got %lld instead.", name, max, iv);
-		http_error_set_param(err, "%s", name);
-		return -1;
-	}
-	*out = iv;
-	return 1;
-}
-
-/*
- * Reads number field `name` (an integer or a decimal) into *out when it
- * is given and in [min, max], or (min, max] when min_open. Returns 1, 0
- * or -1 as get_int.
- */
-static int
-get_number(const json_t *root, const char *name, double min, int min_open,
-    double max, double *out, struct http_error *err)
-{
-	const json_t *v = json_object_get(root, name);
-	double d;
-
-	if (!given(v))
-		return 0;
-	if (!json_is_number(v)) {
-		err_type(err, name, "a number", v);
-		return -1;
-	}
-	d = json_number_value(v);
-	if (d < min || (min_open && d == min)) {
-		http_error_set(err, 400, ERR_TYPE, "decimal_below_min_value",
-		    "Invalid '%s': decimal below minimum value. Expected a "
-		    "value %s %g, but got %g instead.", name,
-		    min_open ? ">" : ">=", min, d);
-		http_error_set_param(err, "%s", name);
-		return -1;
-	}
-	if (d > max) {
-		http_error_set(err, 400, ERR_TYPE, "decimal_above_max_value",
-		    "Invalid '%s': decimal above maximum value. Expected a "
-		    "value <= %g, but got %g instead.", name, max, d);
-		http_error_set_param(err, "%s", name);
-		return -1;
-	}
-	*out = d;
-	return 1;
-}
-
-/* Reads boolean field `name` of `obj` (`param` names it in errors).
- * Returns 1, 0 or -1 as get_int. */
-static int
-get_bool(const json_t *obj, const char *name, const char *param, int *out,
-    struct http_error *err)
-{
-	const json_t *v = json_object_get(obj, name);
-
-	if (!given(v))
-		return 0;
-	if (!json_is_boolean(v)) {
-		err_type(err, param, "a boolean", v);
-		return -1;
-	}
-	*out = json_is_true(v);
-	return 1;
-}
-
-/*
- * The length of the longest prefix of (s, len) of at most `max` bytes
- * that ends on a UTF-8 character boundary ((s, len) is valid UTF-8, as
- * jansson checked), so quoting it never cuts a character.
- */
-static size_t
-utf8_prefix(const char *s, size_t len, size_t max)
-{
-	size_t n = len < max ? len : max;
-
-	while (n > 0 && n < len && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	return n;
-}
-
-/* True when the string v may be quoted in an error message: short, and
- * without NUL (printf's %.*s would stop there) or control bytes. */
-static int
-quotable(const json_t *v, size_t max)
-{
-	const char *s = json_string_value(v);
-	size_t i, n = json_string_length(v);
-
-	if (n > max)
-		return 0;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20)
-			return 0;
-	return 1;
-}
-
 /*
  * "prompt" of a completions request: a string, or an array of exactly
  * one string (OpenAI also takes token ids and batches: refused here).
@@ -313,15 +107,15 @@ parse_prompt(const json_t *root, struct openai_request *req,
 {
 	const json_t *v = json_object_get(root, "prompt");
 
-	if (!given(v)) {
-		err_missing(err, "prompt");
+	if (!field_given(v)) {
+		field_err_missing(err, "prompt");
 		return TS_EINVAL;
 	}
 	if (json_is_array(v)) {
 		const json_t *p0;
 
 		if (json_array_size(v) == 0) {
-			err_empty_array(err, "prompt");
+			field_err_empty_array(err, "prompt");
 			return TS_EINVAL;
 		}
 		p0 = json_array_get(v, 0);
@@ -344,17 +138,17 @@ parse_prompt(const json_t *root, struct openai_request *req,
 			return TS_EINVAL;
 		}
 		if (!json_is_string(p0)) {
-			err_type(err, "prompt[0]", "a string", p0);
+			field_err_type(err, "prompt[0]", "a string", p0);
 			return TS_EINVAL;
 		}
 		v = p0;
 	} else if (!json_is_string(v)) {
-		err_type(err, "prompt", "a string or an array of one string",
+		field_err_type(err, "prompt", "a string or an array of one string",
 		    v);
 		return TS_EINVAL;
 	}
 	if (json_string_length(v) > OPENAI_MAX_CONTENT_BYTES) {
-		err_string_long(err, "prompt", OPENAI_MAX_CONTENT_BYTES,
+		field_err_string_long(err, "prompt", OPENAI_MAX_CONTENT_BYTES,
 		    json_string_length(v));
 		return TS_ELIMIT;
 	}
@@ -381,17 +175,17 @@ check_content(const json_t *c, const char *field, enum openai_kind kind,
 	}
 	snprintf(path, sizeof(path), "%s[%zu].content", field, i);
 	if (!json_is_array(c)) {
-		err_type(err, path, "a string or an array of content parts",
+		field_err_type(err, path, "a string or an array of content parts",
 		    c);
 		return TS_EINVAL;
 	}
 	n = json_array_size(c);
 	if (n == 0) {
-		err_empty_array(err, path);
+		field_err_empty_array(err, path);
 		return TS_EINVAL;
 	}
 	if (n > OPENAI_MAX_CONTENT_PARTS) {
-		err_array_long(err, path, OPENAI_MAX_CONTENT_PARTS, n);
+		field_err_array_long(err, path, OPENAI_MAX_CONTENT_PARTS, n);
 		return TS_ELIMIT;
 	}
 	for (j = 0; j < n; j++) {
@@ -400,22 +194,22 @@ check_content(const json_t *c, const char *field, enum openai_kind kind,
 		snprintf(path, sizeof(path), "%s[%zu].content[%zu]", field,
 		    i, j);
 		if (!json_is_object(part)) {
-			err_type(err, path, "an object", part);
+			field_err_type(err, path, "an object", part);
 			return TS_EINVAL;
 		}
 		snprintf(path, sizeof(path), "%s[%zu].content[%zu].type",
 		    field, i, j);
 		t = json_object_get(part, "type");
-		if (!given(t)) {
-			err_missing(err, path);
+		if (!field_given(t)) {
+			field_err_missing(err, path);
 			return TS_EINVAL;
 		}
 		if (!json_is_string(t)) {
-			err_type(err, path, "a string", t);
+			field_err_type(err, path, "a string", t);
 			return TS_EINVAL;
 		}
-		if (kind == OPENAI_RESPONSES ? !str_is(t, "input_text") &&
-		    !str_is(t, "output_text") : !str_is(t, "text")) {
+		if (kind == OPENAI_RESPONSES ? !field_str_is(t, "input_text") &&
+		    !field_str_is(t, "output_text") : !field_str_is(t, "text")) {
 			http_error_set(err, 400, ERR_TYPE, "invalid_value",
 			    "Invalid value for '%s': only %s content parts "
 			    "are supported.", path, kind == OPENAI_RESPONSES ?
@@ -426,12 +220,12 @@ check_content(const json_t *c, const char *field, enum openai_kind kind,
 		snprintf(path, sizeof(path), "%s[%zu].content[%zu].text",
 		    field, i, j);
 		t = json_object_get(part, "text");
-		if (!given(t)) {
-			err_missing(err, path);
+		if (!field_given(t)) {
+			field_err_missing(err, path);
 			return TS_EINVAL;
 		}
 		if (!json_is_string(t)) {
-			err_type(err, path, "a string", t);
+			field_err_type(err, path, "a string", t);
 			return TS_EINVAL;
 		}
 		/* Each part is at most the body's size: no overflow. */
@@ -480,19 +274,19 @@ check_tool_calls(const json_t *m, size_t i, char **dump,
 	size_t j;
 
 	*dump = NULL;
-	if (!given(tc))
+	if (!field_given(tc))
 		return TS_OK;
 	snprintf(path, sizeof(path), "messages[%zu].tool_calls", i);
 	if (!json_is_array(tc)) {
-		err_type(err, path, "an array", tc);
+		field_err_type(err, path, "an array", tc);
 		return TS_EINVAL;
 	}
 	if (json_array_size(tc) == 0) {
-		err_empty_array(err, path);
+		field_err_empty_array(err, path);
 		return TS_EINVAL;
 	}
 	if (json_array_size(tc) > OPENAI_MAX_TOOLS) {
-		err_array_long(err, path, OPENAI_MAX_TOOLS,
+		field_err_array_long(err, path, OPENAI_MAX_TOOLS,
 		    json_array_size(tc));
 		return TS_ELIMIT;
 	}
@@ -504,23 +298,23 @@ check_tool_calls(const json_t *m, size_t i, char **dump,
 		snprintf(path, sizeof(path), "messages[%zu].tool_calls[%zu]",
 		    i, j);
 		if (!json_is_object(c)) {
-			err_type(err, path, "an object", c);
+			field_err_type(err, path, "an object", c);
 			return TS_EINVAL;
 		}
 		for (q = 0; q < 2; q++) {
 			x = json_object_get(c, need[q]);
 			snprintf(path, sizeof(path),
 			    "messages[%zu].tool_calls[%zu].%s", i, j, need[q]);
-			if (!given(x)) {
-				err_missing(err, path);
+			if (!field_given(x)) {
+				field_err_missing(err, path);
 				return TS_EINVAL;
 			}
 			if (!json_is_string(x)) {
-				err_type(err, path, "a string", x);
+				field_err_type(err, path, "a string", x);
 				return TS_EINVAL;
 			}
 		}
-		if (!str_is(json_object_get(c, "type"), "function")) {
+		if (!field_str_is(json_object_get(c, "type"), "function")) {
 			http_error_set(err, 400, ERR_TYPE, "invalid_value",
 			    "Invalid value for '%s': only 'function' tool "
 			    "calls are supported.", path);
@@ -530,12 +324,12 @@ check_tool_calls(const json_t *m, size_t i, char **dump,
 		f = json_object_get(c, "function");
 		snprintf(path, sizeof(path),
 		    "messages[%zu].tool_calls[%zu].function", i, j);
-		if (!given(f)) {
-			err_missing(err, path);
+		if (!field_given(f)) {
+			field_err_missing(err, path);
 			return TS_EINVAL;
 		}
 		if (!json_is_object(f)) {
-			err_type(err, path, "an object", f);
+			field_err_type(err, path, "an object", f);
 			return TS_EINVAL;
 		}
 		for (q = 0; q < 2; q++) {
@@ -545,12 +339,12 @@ check_tool_calls(const json_t *m, size_t i, char **dump,
 			snprintf(path, sizeof(path),
 			    "messages[%zu].tool_calls[%zu].function.%s", i, j,
 			    k);
-			if (!given(x)) {
-				err_missing(err, path);
+			if (!field_given(x)) {
+				field_err_missing(err, path);
 				return TS_EINVAL;
 			}
 			if (!json_is_string(x)) {
-				err_type(err, path, "a string", x);
+				field_err_type(err, path, "a string", x);
 				return TS_EINVAL;
 			}
 		}
@@ -578,7 +372,7 @@ check_call_item(const json_t *m, const char *field, size_t i,
 {
 	static const char *const call[] = { "call_id", "name", "arguments" };
 	static const char *const out[] = { "call_id", "output" };
-	int is_call = str_is(json_object_get(m, "type"), "function_call");
+	int is_call = field_str_is(json_object_get(m, "type"), "function_call");
 	const char *const *need = is_call ? call : out;
 	size_t k, n = is_call ? 3 : 2;
 	char path[PATH_MAX_BYTES];
@@ -587,12 +381,12 @@ check_call_item(const json_t *m, const char *field, size_t i,
 		const json_t *x = json_object_get(m, need[k]);
 
 		snprintf(path, sizeof(path), "%s[%zu].%s", field, i, need[k]);
-		if (!given(x)) {
-			err_missing(err, path);
+		if (!field_given(x)) {
+			field_err_missing(err, path);
 			return TS_EINVAL;
 		}
 		if (!json_is_string(x)) {
-			err_type(err, path, "a string", x);
+			field_err_type(err, path, "a string", x);
 			return TS_EINVAL;
 		}
 	}
@@ -637,22 +431,22 @@ parse_messages(const json_t *root, const char *field, size_t first,
 	char **calls = NULL;
 	enum ts_err rc;
 
-	if (!given(v)) {
-		err_missing(err, field);
+	if (!field_given(v)) {
+		field_err_missing(err, field);
 		return TS_EINVAL;
 	}
 	if (!json_is_array(v)) {
-		err_type(err, field, req->kind == OPENAI_RESPONSES ?
+		field_err_type(err, field, req->kind == OPENAI_RESPONSES ?
 		    "a string or an array" : "an array", v);
 		return TS_EINVAL;
 	}
 	n = json_array_size(v);
 	if (n == 0) {
-		err_empty_array(err, field);
+		field_err_empty_array(err, field);
 		return TS_EINVAL;
 	}
 	if (n > OPENAI_MAX_MESSAGES) {
-		err_array_long(err, field, OPENAI_MAX_MESSAGES, n);
+		field_err_array_long(err, field, OPENAI_MAX_MESSAGES, n);
 		return TS_ELIMIT;
 	}
 	lens = xcalloc(n, sizeof(*lens));
@@ -664,13 +458,13 @@ parse_messages(const json_t *root, const char *field, size_t first,
 
 		snprintf(path, sizeof(path), "%s[%zu]", field, i);
 		if (!json_is_object(m)) {
-			err_type(err, path, "an object", m);
+			field_err_type(err, path, "an object", m);
 			rc = TS_EINVAL;
 			goto out;
 		}
 		t = json_object_get(m, "type");
-		if (req->kind == OPENAI_RESPONSES && (str_is(t,
-		    "function_call") || str_is(t, "function_call_output"))) {
+		if (req->kind == OPENAI_RESPONSES && (field_str_is(t,
+		    "function_call") || field_str_is(t, "function_call_output"))) {
 			/* an agent's history: a call the model made, or a
 			 * tool's result */
 			rc = check_call_item(m, field, i, dst, &calls[i],
@@ -680,8 +474,8 @@ parse_messages(const json_t *root, const char *field, size_t first,
 			total += lens[i];
 			continue;
 		}
-		if (req->kind == OPENAI_RESPONSES && given(t) &&
-		    !str_is(t, "message")) {
+		if (req->kind == OPENAI_RESPONSES && field_given(t) &&
+		    !field_str_is(t, "message")) {
 			snprintf(path, sizeof(path), "%s[%zu].type", field, i);
 			http_error_set(err, 400, ERR_TYPE, "unsupported_value",
 			    "Invalid value for '%s': tokstream takes "
@@ -693,27 +487,27 @@ parse_messages(const json_t *root, const char *field, size_t first,
 		}
 		snprintf(path, sizeof(path), "%s[%zu].role", field, i);
 		role = json_object_get(m, "role");
-		if (!given(role)) {
-			err_missing(err, path);
+		if (!field_given(role)) {
+			field_err_missing(err, path);
 			rc = TS_EINVAL;
 			goto out;
 		}
 		if (!json_is_string(role)) {
-			err_type(err, path, "a string", role);
+			field_err_type(err, path, "a string", role);
 			rc = TS_EINVAL;
 			goto out;
 		}
-		if (str_is(role, "system") || str_is(role, "developer")) {
+		if (field_str_is(role, "system") || field_str_is(role, "developer")) {
 			dst->role = OPENAI_ROLE_SYSTEM;
-		} else if (str_is(role, "user")) {
+		} else if (field_str_is(role, "user")) {
 			dst->role = OPENAI_ROLE_USER;
-		} else if (str_is(role, "assistant")) {
+		} else if (field_str_is(role, "assistant")) {
 			dst->role = OPENAI_ROLE_ASSISTANT;
-		} else if (str_is(role, "tool") && req->kind == OPENAI_CHAT) {
+		} else if (field_str_is(role, "tool") && req->kind == OPENAI_CHAT) {
 			dst->role = OPENAI_ROLE_TOOL;
 		} else {
 			/* OpenAI quotes the value; only a short, plain one */
-			if (quotable(role, 32))
+			if (field_quotable(role, 32))
 				http_error_set(err, 400, ERR_TYPE,
 				    "invalid_value", "Invalid value: '%s'. "
 				    "Supported values are: 'system', "
@@ -743,23 +537,23 @@ parse_messages(const json_t *root, const char *field, size_t first,
 			t = json_object_get(m, "tool_call_id");
 			snprintf(path, sizeof(path), "%s[%zu].tool_call_id",
 			    field, i);
-			if (!given(t)) {
-				err_missing(err, path);
+			if (!field_given(t)) {
+				field_err_missing(err, path);
 				rc = TS_EINVAL;
 				goto out;
 			}
 			if (!json_is_string(t)) {
-				err_type(err, path, "a string", t);
+				field_err_type(err, path, "a string", t);
 				rc = TS_EINVAL;
 				goto out;
 			}
 		}
-		if (!given(c) && calls[i] != NULL) {
+		if (!field_given(c) && calls[i] != NULL) {
 			lens[i] = 0;    /* an assistant turn of tool calls */
-		} else if (!given(c)) {
+		} else if (!field_given(c)) {
 			snprintf(path, sizeof(path), "%s[%zu].content", field,
 			    i);
-			err_missing(err, path);
+			field_err_missing(err, path);
 			rc = TS_EINVAL;
 			goto out;
 		} else {
@@ -790,7 +584,7 @@ parse_messages(const json_t *root, const char *field, size_t first,
 		struct openai_message *dst = &req->messages[first + i];
 		size_t own = lens[i];
 
-		if (!given(c))
+		if (!field_given(c))
 			c = json_object_get(item, "output");
 
 		dst->content = xmalloc(lens[i] + 1);
@@ -798,7 +592,7 @@ parse_messages(const json_t *root, const char *field, size_t first,
 		if (calls[i] != NULL)
 			own = lens[i] - strlen(calls[i]) -
 			    (lens[i] > strlen(calls[i]));
-		if (given(c))
+		if (field_given(c))
 			copy_content(c, dst->content, own);
 		if (calls[i] != NULL) {
 			size_t cl = strlen(calls[i]);
@@ -838,20 +632,20 @@ parse_input(const json_t *root, struct openai_request *req,
 	size_t first, used;
 	enum ts_err rc;
 
-	if (given(ins) && !json_is_string(ins)) {
-		err_type(err, "instructions", "a string", ins);
+	if (field_given(ins) && !json_is_string(ins)) {
+		field_err_type(err, "instructions", "a string", ins);
 		return TS_EINVAL;
 	}
-	first = given(ins) ? 1 : 0;
+	first = field_given(ins) ? 1 : 0;
 	used = first ? json_string_length(ins) : 0;
 	if (used > OPENAI_MAX_CONTENT_BYTES) {
-		err_string_long(err, "instructions", OPENAI_MAX_CONTENT_BYTES,
+		field_err_string_long(err, "instructions", OPENAI_MAX_CONTENT_BYTES,
 		    used);
 		return TS_ELIMIT;
 	}
-	if (given(in) && json_is_string(in)) {
+	if (field_given(in) && json_is_string(in)) {
 		if (used + json_string_length(in) > OPENAI_MAX_CONTENT_BYTES) {
-			err_string_long(err, "input", OPENAI_MAX_CONTENT_BYTES -
+			field_err_string_long(err, "input", OPENAI_MAX_CONTENT_BYTES -
 			    used, json_string_length(in));
 			return TS_ELIMIT;
 		}
@@ -881,7 +675,7 @@ static enum ts_err
 check_stop(const json_t *s, const char *path, struct http_error *err)
 {
 	if (!json_is_string(s)) {
-		err_type(err, path, "a string", s);
+		field_err_type(err, path, "a string", s);
 		return TS_EINVAL;
 	}
 	if (json_string_length(s) == 0) {
@@ -891,7 +685,7 @@ check_stop(const json_t *s, const char *path, struct http_error *err)
 		return TS_EINVAL;
 	}
 	if (json_string_length(s) > OPENAI_MAX_STOP_BYTES) {
-		err_string_long(err, path, OPENAI_MAX_STOP_BYTES,
+		field_err_string_long(err, path, OPENAI_MAX_STOP_BYTES,
 		    json_string_length(s));
 		return TS_EINVAL;
 	}
@@ -909,7 +703,7 @@ parse_stop(const json_t *root, struct openai_request *req,
 	char path[PATH_MAX_BYTES];
 	size_t i, n;
 
-	if (!given(v))
+	if (!field_given(v))
 		return TS_OK;
 	if (json_is_string(v)) {
 		if (check_stop(v, "stop", err) != TS_OK)
@@ -919,7 +713,7 @@ parse_stop(const json_t *root, struct openai_request *req,
 	} else if (json_is_array(v)) {
 		n = json_array_size(v);
 		if (n > OPENAI_MAX_STOP) {
-			err_array_long(err, "stop", OPENAI_MAX_STOP, n);
+			field_err_array_long(err, "stop", OPENAI_MAX_STOP, n);
 			return TS_EINVAL;
 		}
 		for (i = 0; i < n; i++) {
@@ -929,7 +723,7 @@ parse_stop(const json_t *root, struct openai_request *req,
 				return TS_EINVAL;
 		}
 	} else {
-		err_type(err, "stop", "a string or an array of strings", v);
+		field_err_type(err, "stop", "a string or an array of strings", v);
 		return TS_EINVAL;
 	}
 	for (i = 0; i < n; i++) {
@@ -949,16 +743,16 @@ parse_stream(const json_t *root, struct openai_request *req,
 {
 	const json_t *so;
 
-	if (get_bool(root, "stream", "stream", &req->stream, err) < 0)
+	if (field_get_bool(root, "stream", "stream", &req->stream, err) < 0)
 		return TS_EINVAL;
 	so = json_object_get(root, "stream_options");
-	if (!given(so))
+	if (!field_given(so))
 		return TS_OK;
 	if (!json_is_object(so)) {
-		err_type(err, "stream_options", "an object", so);
+		field_err_type(err, "stream_options", "an object", so);
 		return TS_EINVAL;
 	}
-	if (get_bool(so, "include_usage", "stream_options.include_usage",
+	if (field_get_bool(so, "include_usage", "stream_options.include_usage",
 	    &req->include_usage, err) < 0)
 		return TS_EINVAL;
 	if (!req->stream) {
@@ -980,7 +774,7 @@ parse_n(const json_t *root, struct openai_request *req,
 	long long v;
 	int r;
 
-	r = get_int(root, "n", 1, req->kind == OPENAI_RESPONSES ? 1 :
+	r = field_get_int(root, "n", 1, req->kind == OPENAI_RESPONSES ? 1 :
 	    OPENAI_MAX_N, &v, err);
 	if (r < 0)
 		return TS_EINVAL;
@@ -1021,7 +815,7 @@ check_schema(struct openai_request *req, const json_t *schema,
 
 	*out = NULL;
 	if (!json_is_object(schema) && !json_is_true(schema)) {
-		err_type(err, param, "an object (a JSON Schema)", schema);
+		field_err_type(err, param, "an object (a JSON Schema)", schema);
 		return TS_EINVAL;
 	}
 	rc = schema_gen_compile(schema, &req->schema_steps, out, msg,
@@ -1050,11 +844,11 @@ parse_tools(const json_t *root, struct openai_request *req,
 	char path[PATH_MAX_BYTES];
 	size_t i, j, n;
 
-	if (get_bool(root, "parallel_tool_calls", "parallel_tool_calls",
+	if (field_get_bool(root, "parallel_tool_calls", "parallel_tool_calls",
 	    &req->parallel_tool_calls, err) < 0)
 		return TS_EINVAL;
-	if (!given(v)) {
-		if (given(tc)) {
+	if (!field_given(v)) {
+		if (field_given(tc)) {
 			http_error_set(err, 400, ERR_TYPE, "invalid_value",
 			    "Invalid value for 'tool_choice': 'tool_choice' "
 			    "is only allowed when 'tools' are specified.");
@@ -1071,12 +865,12 @@ parse_tools(const json_t *root, struct openai_request *req,
 		return TS_EINVAL;
 	}
 	if (!json_is_array(v)) {
-		err_type(err, "tools", "an array", v);
+		field_err_type(err, "tools", "an array", v);
 		return TS_EINVAL;
 	}
 	n = json_array_size(v);
 	if (n > OPENAI_MAX_TOOLS) {
-		err_array_long(err, "tools", OPENAI_MAX_TOOLS, n);
+		field_err_array_long(err, "tools", OPENAI_MAX_TOOLS, n);
 		return TS_ELIMIT;
 	}
 	req->tools = xcalloc(n + 1, sizeof(*req->tools));
@@ -1085,16 +879,16 @@ parse_tools(const json_t *root, struct openai_request *req,
 
 		snprintf(path, sizeof(path), "tools[%zu]", i);
 		if (!json_is_object(t)) {
-			err_type(err, path, "an object", t);
+			field_err_type(err, path, "an object", t);
 			return TS_EINVAL;
 		}
 		x = json_object_get(t, "type");
 		snprintf(path, sizeof(path), "tools[%zu].type", i);
-		if (!given(x)) {
-			err_missing(err, path);
+		if (!field_given(x)) {
+			field_err_missing(err, path);
 			return TS_EINVAL;
 		}
-		if (!str_is(x, "function")) {
+		if (!field_str_is(x, "function")) {
 			http_error_set(err, 400, ERR_TYPE, "invalid_value",
 			    "Invalid value for '%s': tokstream takes "
 			    "'function' tools only.", path);
@@ -1105,19 +899,19 @@ parse_tools(const json_t *root, struct openai_request *req,
 		f = req->kind == OPENAI_RESPONSES ? t :
 		    json_object_get(t, "function");
 		snprintf(path, sizeof(path), "tools[%zu].function", i);
-		if (!given(f)) {
-			err_missing(err, path);
+		if (!field_given(f)) {
+			field_err_missing(err, path);
 			return TS_EINVAL;
 		}
 		if (!json_is_object(f)) {
-			err_type(err, path, "an object", f);
+			field_err_type(err, path, "an object", f);
 			return TS_EINVAL;
 		}
 		x = json_object_get(f, "name");
 		snprintf(path, sizeof(path), req->kind == OPENAI_RESPONSES ?
 		    "tools[%zu].name" : "tools[%zu].function.name", i);
-		if (!given(x)) {
-			err_missing(err, path);
+		if (!field_given(x)) {
+			field_err_missing(err, path);
 			return TS_EINVAL;
 		}
 		if (!json_is_string(x) || !tool_name_ok(x)) {
@@ -1145,11 +939,11 @@ parse_tools(const json_t *root, struct openai_request *req,
 		snprintf(path, sizeof(path), req->kind == OPENAI_RESPONSES ?
 		    "tools[%zu].parameters" : "tools[%zu].function.parameters",
 		    i);
-		if (given(x) && json_is_object(x) && json_object_size(x) > 0) {
+		if (field_given(x) && json_is_object(x) && json_object_size(x) > 0) {
 			const json_t *ty = json_object_get(x, "type");
 
 			/* OpenAI: the parameters are an object's schema */
-			if (given(ty) ? !str_is(ty, "object") :
+			if (field_given(ty) ? !field_str_is(ty, "object") :
 			    json_object_get(x, "properties") == NULL) {
 				http_error_set(err, 400, ERR_TYPE,
 				    "invalid_value", "Invalid schema for '%s': "
@@ -1162,8 +956,8 @@ parse_tools(const json_t *root, struct openai_request *req,
 			    &req->tools[i].compiled, err) != TS_OK)
 				return TS_EINVAL;
 			req->tools[i].parameters = json_incref((json_t *)x);
-		} else if (given(x) && !json_is_object(x)) {
-			err_type(err, path, "an object (a JSON Schema)", x);
+		} else if (field_given(x) && !json_is_object(x)) {
+			field_err_type(err, path, "an object (a JSON Schema)", x);
 			return TS_EINVAL;
 		} else {
 			/* OpenAI: omitting parameters (or {}) defines a
@@ -1174,20 +968,20 @@ parse_tools(const json_t *root, struct openai_request *req,
 	}
 	req->tools_json = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	req->tools_raw = json_incref((json_t *)v);
-	if (given(tc))
+	if (field_given(tc))
 		req->tool_choice_raw = json_incref((json_t *)tc);
-	if (!given(tc) || str_is(tc, "auto")) {
+	if (!field_given(tc) || field_str_is(tc, "auto")) {
 		req->tool_choice = OPENAI_TOOL_AUTO;
-	} else if (str_is(tc, "none")) {
+	} else if (field_str_is(tc, "none")) {
 		req->tool_choice = OPENAI_TOOL_NONE;
-	} else if (str_is(tc, "required")) {
+	} else if (field_str_is(tc, "required")) {
 		req->tool_choice = OPENAI_TOOL_REQUIRED;
 	} else if (json_is_object(tc)) {
 		const json_t *f = req->kind == OPENAI_RESPONSES ? tc :
 		    json_object_get(tc, "function"), *x;
 
 		x = json_is_object(f) ? json_object_get(f, "name") : NULL;
-		if (!str_is(json_object_get(tc, "type"), "function") ||
+		if (!field_str_is(json_object_get(tc, "type"), "function") ||
 		    !json_is_string(x)) {
 			http_error_set(err, 400, ERR_TYPE, "invalid_value",
 			    "Invalid 'tool_choice': an object must be %s.",
@@ -1246,7 +1040,7 @@ parse_format(const json_t *root, struct openai_request *req,
 {
 	const json_t *v = json_object_get(root, "response_format"), *t, *js, *x;
 
-	if (!given(v))
+	if (!field_given(v))
 		return TS_OK;
 	if (req->kind != OPENAI_CHAT) {
 		http_error_set(err, 400, ERR_TYPE, "unsupported_parameter",
@@ -1256,22 +1050,22 @@ parse_format(const json_t *root, struct openai_request *req,
 		return TS_EINVAL;
 	}
 	if (!json_is_object(v)) {
-		err_type(err, "response_format", "an object", v);
+		field_err_type(err, "response_format", "an object", v);
 		return TS_EINVAL;
 	}
 	t = json_object_get(v, "type");
-	if (!given(t)) {
-		err_missing(err, "response_format.type");
+	if (!field_given(t)) {
+		field_err_missing(err, "response_format.type");
 		return TS_EINVAL;
 	}
-	if (str_is(t, "text"))
+	if (field_str_is(t, "text"))
 		return TS_OK;
-	if (str_is(t, "json_object")) {
+	if (field_str_is(t, "json_object")) {
 		req->format = OPENAI_FORMAT_JSON_OBJECT;
 		req->format_schema = json_loads(format_object_schema, 0, NULL);
 		return TS_OK;
 	}
-	if (!str_is(t, "json_schema")) {
+	if (!field_str_is(t, "json_schema")) {
 		http_error_set(err, 400, ERR_TYPE, "invalid_value",
 		    "Invalid value for 'response_format.type': use 'text', "
 		    "'json_object' or 'json_schema'.");
@@ -1279,17 +1073,17 @@ parse_format(const json_t *root, struct openai_request *req,
 		return TS_EINVAL;
 	}
 	js = json_object_get(v, "json_schema");
-	if (!given(js)) {
-		err_missing(err, "response_format.json_schema");
+	if (!field_given(js)) {
+		field_err_missing(err, "response_format.json_schema");
 		return TS_EINVAL;
 	}
 	if (!json_is_object(js)) {
-		err_type(err, "response_format.json_schema", "an object", js);
+		field_err_type(err, "response_format.json_schema", "an object", js);
 		return TS_EINVAL;
 	}
 	x = json_object_get(js, "name");
-	if (!given(x)) {
-		err_missing(err, "response_format.json_schema.name");
+	if (!field_given(x)) {
+		field_err_missing(err, "response_format.json_schema.name");
 		return TS_EINVAL;
 	}
 	if (!json_is_string(x) || !tool_name_ok(x)) {
@@ -1301,7 +1095,7 @@ parse_format(const json_t *root, struct openai_request *req,
 	}
 	x = json_object_get(js, "schema");
 	req->format = OPENAI_FORMAT_JSON_SCHEMA;
-	if (!given(x)) {
+	if (!field_given(x)) {
 		req->format_schema = json_loads(format_object_schema, 0, NULL);
 		return TS_OK;
 	}
@@ -1323,7 +1117,7 @@ parse_logprobs(const json_t *root, struct openai_request *req,
 	int r;
 
 	if (req->kind == OPENAI_COMPLETIONS) {
-		r = get_int(root, "logprobs", 0,
+		r = field_get_int(root, "logprobs", 0,
 		    OPENAI_MAX_COMPLETION_LOGPROBS, &v, err);
 		if (r < 0)
 			return TS_EINVAL;
@@ -1335,9 +1129,9 @@ parse_logprobs(const json_t *root, struct openai_request *req,
 	}
 	if (req->kind == OPENAI_RESPONSES)
 		return TS_OK;
-	if (get_bool(root, "logprobs", "logprobs", &req->logprobs, err) < 0)
+	if (field_get_bool(root, "logprobs", "logprobs", &req->logprobs, err) < 0)
 		return TS_EINVAL;
-	r = get_int(root, "top_logprobs", 0, OPENAI_MAX_TOP_LOGPROBS, &v, err);
+	r = field_get_int(root, "top_logprobs", 0, OPENAI_MAX_TOP_LOGPROBS, &v, err);
 	if (r < 0)
 		return TS_EINVAL;
 	if (r > 0) {
@@ -1363,7 +1157,7 @@ openai_model_not_found(struct http_error *err, const char *asked,
 	served[0] = '\0';
 	for (k = 0; k < n_models && k < 4; k++) {
 		int w = snprintf(served + n, sizeof(served) - n, "%s`%.*s`",
-		    k == 0 ? "" : ", ", (int)utf8_prefix(models[k],
+		    k == 0 ? "" : ", ", (int)field_utf8_prefix(models[k],
 		    strlen(models[k]), 64), models[k]);
 
 		if (w < 0 || (size_t)w >= sizeof(served) - n)
@@ -1399,7 +1193,7 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 	if (len == 0) {
 		http_error_set(err, 400, ERR_TYPE, "empty_body",
 		    "The request body is empty: send a JSON object such as "
-		    "{\"model\":\"%.*s\",%s}", (int)utf8_prefix(model,
+		    "{\"model\":\"%.*s\",%s}", (int)field_utf8_prefix(model,
 		    model_len, 64), model, kind == OPENAI_CHAT ?
 		    "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]" :
 		    kind == OPENAI_RESPONSES ? "\"input\":\"hi\"" :
@@ -1426,23 +1220,23 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 	if (!json_is_object(root)) {
 		http_error_set(err, 400, ERR_TYPE, "invalid_json",
 		    "The body must be a JSON object, but got %s.",
-		    type_name(root));
+		    field_type_name(root));
 		goto out;
 	}
 	m = json_object_get(root, "model");
-	if (!given(m)) {
-		err_missing(err, "model");
+	if (!field_given(m)) {
+		field_err_missing(err, "model");
 		goto out;
 	}
 	if (!json_is_string(m)) {
-		err_type(err, "model", "a string", m);
+		field_err_type(err, "model", "a string", m);
 		goto out;
 	}
 	if (kind == OPENAI_RESPONSES) {
 		if ((rc = parse_input(root, req, err)) != TS_OK)
 			goto out;
 		rc = TS_EINVAL;
-		r = get_int(root, "max_output_tokens", 1,
+		r = field_get_int(root, "max_output_tokens", 1,
 		    OPENAI_MAX_TOKENS_CAP, &v, err);
 		if (r < 0)
 			goto out;
@@ -1455,14 +1249,14 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		    TS_OK)
 			goto out;
 		rc = TS_EINVAL;
-		r = get_int(root, "max_tokens", 1, OPENAI_MAX_TOKENS_CAP, &v,
+		r = field_get_int(root, "max_tokens", 1, OPENAI_MAX_TOKENS_CAP, &v,
 		    err);
 		if (r < 0)
 			goto out;
 		if (r > 0)
 			req->max_tokens = (uint32_t)v;
 		/* vLLM: max_completion_tokens, when given, wins */
-		r = get_int(root, "max_completion_tokens", 1,
+		r = field_get_int(root, "max_completion_tokens", 1,
 		    OPENAI_MAX_TOKENS_CAP, &v, err);
 		if (r < 0)
 			goto out;
@@ -1472,16 +1266,16 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		if ((rc = parse_prompt(root, req, err)) != TS_OK)
 			goto out;
 		rc = TS_EINVAL;
-		r = get_int(root, "max_tokens", 0, OPENAI_MAX_TOKENS_CAP, &v,
+		r = field_get_int(root, "max_tokens", 0, OPENAI_MAX_TOKENS_CAP, &v,
 		    err);
 		if (r < 0)
 			goto out;
 		if (r > 0)
 			req->max_tokens = (uint32_t)v;
 	}
-	if (get_number(root, "temperature", 0, 0, 2, &req->temperature,
+	if (field_get_number(root, "temperature", 0, 0, 2, &req->temperature,
 	    err) < 0 ||
-	    get_number(root, "top_p", 0, 1, 1, &req->top_p, err) < 0 ||
+	    field_get_number(root, "top_p", 0, 1, 1, &req->top_p, err) < 0 ||
 	    parse_n(root, req, err) != TS_OK ||
 	    parse_stream(root, req, err) != TS_OK ||
 	    parse_stop(root, req, err) != TS_OK ||
@@ -1489,14 +1283,14 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 	    parse_format(root, req, err) != TS_OK ||
 	    parse_logprobs(root, req, err) != TS_OK)
 		goto out;
-	r = get_int(root, "seed", INT64_MIN, INT64_MAX, &v, err);
+	r = field_get_int(root, "seed", INT64_MIN, INT64_MAX, &v, err);
 	if (r < 0)
 		goto out;
 	if (r > 0) {
 		req->has_seed = 1;
 		req->seed = (int64_t)v;
 	}
-	if (get_bool(root, "ignore_eos", "ignore_eos", &req->ignore_eos,
+	if (field_get_bool(root, "ignore_eos", "ignore_eos", &req->ignore_eos,
 	    err) < 0 || knobs_from_json(root, &req->knobs, err) != TS_OK)
 		goto out;
 	/* Last: a malformed request is a 400 whatever its model. */
@@ -1506,7 +1300,7 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		    strlen(models[k])) == 0)
 			break;
 	if (k == n_models) {
-		openai_model_not_found(err, quotable(m, 64) ?
+		openai_model_not_found(err, field_quotable(m, 64) ?
 		    json_string_value(m) : NULL, json_string_length(m),
 		    models, n_models);
 		goto out;
