@@ -149,7 +149,8 @@ uniq_schema() {
 	} >"$heavy"
 	size=$(wc -c <"$heavy")
 	echo "body: $size bytes"
-	[ "$size" -gt 500000 ] && [ "$size" -lt 1000000 ]
+	[ "$size" -gt 500000 ]
+	[ "$size" -lt 1000000 ]
 	# the plain request: the same bytes, in a description
 	{
 		printf '%s' '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f","description":"'

@@ -275,7 +275,8 @@ metric() {
 		[ "$rc" -eq 28 ]
 	done
 	for i in $(seq 1 40); do
-		[ ! -s "$d/th$i" ] && [ ! -s "$d/t$i" ]
+		[ ! -s "$d/th$i" ]
+		[ ! -s "$d/t$i" ]
 	done
 }
 
