@@ -111,6 +111,7 @@ fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s)
 	s->need = 0;
 	s->head_end = 0;
 	s->records = 0;
+	s->body = 0;
 	s->whole = 0;
 	s->why = NULL;
 	for (;;) {
@@ -168,6 +169,8 @@ fcgi_scan(const unsigned char *p, size_t n, struct fcgi_scan *s)
 		} else if (type != FCGI_SCAN_STDIN || clen == 0) {
 			s->whole = 1;
 			return TS_OK;
+		} else {
+			s->body += clen;
 		}
 		off = end;
 	}

@@ -36,6 +36,9 @@ struct fcgi_scan {
 	size_t head_end;
 	/* Records read whole. */
 	unsigned records;
+	/* The bytes of the request's FCGI_STDIN records read so far (its
+	 * body): 0 for a GET, HEAD or OPTIONS, and for an empty POST. */
+	size_t body;
 	/* 1: the request is whole, so libfcgi's reads of it never wait: the
 	 * body's empty FCGI_STDIN record came, or a record of the request
 	 * that is not FCGI_STDIN (libfcgi fails the read at once). */

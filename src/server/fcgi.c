@@ -243,10 +243,20 @@ fcgi_serve(struct server *srv, int fd)
 
 /* An accept thread: nothing it does ends it (a connection that fails is
  * that connection's end); it lives until the process exits. */
+/* What an accept thread is started with: its server, and whether it
+ * takes only requests without a body (gate_take). */
+struct accept_kind {
+	struct server *srv;
+	int light_only;
+};
+
+static struct accept_kind kinds[2];
+
 static void *
 accept_main(void *arg)
 {
-	struct server *srv = arg;
+	const struct accept_kind *kind = arg;
+	struct server *srv = kind->srv;
 
 	fcgi_watch = gate_watch_new(srv->gate);
 	if (fcgi_watch == NULL)
@@ -256,7 +266,7 @@ accept_main(void *arg)
 	for (;;) {
 		int fd;
 
-		if (gate_take(srv->gate, &fd) == TS_OK)
+		if (gate_take(srv->gate, kind->light_only, &fd) == TS_OK)
 			fcgi_serve(srv, fd);
 	}
 	return NULL;
@@ -295,7 +305,7 @@ fcgi_listen(const char *socket_path, int backlog, char *err, size_t errlen)
 }
 
 int
-fcgi_start(struct server *srv, int threads)
+fcgi_start(struct server *srv, int threads, int light_threads)
 {
 	struct gate_config gc;
 	pthread_attr_t attr;
@@ -316,8 +326,13 @@ fcgi_start(struct server *srv, int threads)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, THREAD_STACK_BYTES);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	for (i = 0; i < threads; i++)
-		if (pthread_create(&th, &attr, accept_main, srv) == 0)
+	kinds[0].srv = srv;
+	kinds[0].light_only = 0;
+	kinds[1].srv = srv;
+	kinds[1].light_only = 1;
+	for (i = 0; i < threads + light_threads; i++)
+		if (pthread_create(&th, &attr, accept_main,
+		    &kinds[i >= threads]) == 0)
 			started++;
 	pthread_attr_destroy(&attr);
 	/* The threads live until the process exits (_exit, main.c). */

@@ -23,11 +23,14 @@ enum ts_err fcgi_listen(const char *socket_path, int backlog, char *err,
     size_t errlen);
 
 /* Starts the gate (srv->gate: accepting, with srv->opt's
- * --accept-timeout-ms and FCGI_WEB_SERVER_ADDRS) and `threads` accept
- * threads, each taking one request at a time from it and running its
- * handler (route); a stream goes on to srv->io. Returns how many accept
- * threads started: 0 when the gate did not (said on stderr). */
-int fcgi_start(struct server *srv, int threads);
+ * --accept-timeout-ms and FCGI_WEB_SERVER_ADDRS), `threads` accept
+ * threads that take any request and `light_threads` that take only
+ * requests without a body (gate_take: /health, /metrics and GETs are
+ * never queued behind a POST body being parsed), each taking one request
+ * at a time from the gate and running its handler (route); a stream goes
+ * on to srv->io. Returns how many accept threads started: 0 when the
+ * gate did not (said on stderr). */
+int fcgi_start(struct server *srv, int threads, int light_threads);
 
 /* Requests on accept threads right now (for the shutdown's grace time). */
 int fcgi_active(void);

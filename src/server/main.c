@@ -33,6 +33,11 @@
  * so a few keep /health and every new request answered however many
  * streams run. */
 #define ACCEPT_THREADS 4
+/* And one more that takes only requests without a body: /health,
+ * /metrics, /v1/models, /_debug and /stream, which a few POSTs whose
+ * parsing takes their whole step budget would otherwise queue behind
+ * (docs/RELIABILITY.md "The accept path"). */
+#define ACCEPT_LIGHT_THREADS 1
 
 static struct options opt;
 static struct server srv;
@@ -219,7 +224,7 @@ main(int argc, char **argv)
 		    "threads: %s\n", strerror(errno));
 		return 1;
 	}
-	started = fcgi_start(&srv, ACCEPT_THREADS);
+	started = fcgi_start(&srv, ACCEPT_THREADS, ACCEPT_LIGHT_THREADS);
 	if (started == 0) {
 		fprintf(stderr, "tokstream-fcgi: cannot start threads\n");
 		return 1;

@@ -73,6 +73,7 @@
 struct gate_conn {
 	int fd;
 	int in_epoll;
+	int light;                   /* whole, with no body (gate_take) */
 	int64_t deadline;            /* CLOCK_MONOTONIC ns */
 	size_t need;                 /* look again once this much came */
 	struct gate_conn *prev, *next;
@@ -136,10 +137,15 @@ struct gate {
 	struct gate_log fail_log;
 	unsigned char peek[GATE_HOLD_MAX];
 
-	/* the ready queue and the idle accept threads, shared with them */
+	/* the ready queues and the idle accept threads, shared with them:
+	 * requests without a body (light) and the others, each queue in
+	 * arrival order; the threads that take any request, and those kept
+	 * for light ones (gate_take) */
 	pthread_mutex_t mu;
-	struct gate_list ready;      /* whole, no accept thread idle */
-	struct gate_waiter *idle;    /* idle accept threads, last first */
+	struct gate_list ready_light;  /* no thread idle that takes it */
+	struct gate_list ready_body;
+	struct gate_waiter *idle;      /* take any, last idle first */
+	struct gate_waiter *idle_light;   /* take light ones only */
 
 	/* the watches: the slots taken under watch_mu, each watch under
 	 * its own lock */
@@ -268,8 +274,10 @@ gate_close(struct gate *g, struct gate_conn *c)
 	free(c);
 }
 
-/* To the accept thread that went idle last, or into the ready queue
- * when none is idle (gate_take). */
+/* To an idle accept thread, or into a ready queue when none that may
+ * take it is idle (gate_take). A light request (no body) goes to a
+ * thread kept for light ones first, so the threads that take any stay
+ * free for bodies; a request with a body only to one that takes any. */
 static void
 gate_hand_over(struct gate *g, struct gate_conn *c)
 {
@@ -279,13 +287,20 @@ gate_hand_over(struct gate *g, struct gate_conn *c)
 		(void)epoll_ctl(g->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	c->in_epoll = 0;
 	pthread_mutex_lock(&g->mu);
-	w = g->idle;
-	if (w != NULL) {
+	w = NULL;
+	if (c->light && g->idle_light != NULL) {
+		w = g->idle_light;
+		g->idle_light = w->next;
+	} else if (g->idle != NULL) {
+		w = g->idle;
 		g->idle = w->next;
-		w->conn = c;
-	} else {
-		gate_list_append(&g->ready, c);
 	}
+	if (w != NULL)
+		w->conn = c;
+	else if (c->light)
+		gate_list_append(&g->ready_light, c);
+	else
+		gate_list_append(&g->ready_body, c);
 	pthread_mutex_unlock(&g->mu);
 	if (w != NULL)
 		sem_post(&w->sem);
@@ -354,6 +369,7 @@ gate_look(struct gate *g, struct gate_conn *c, int hup, int first,
 	}
 	if (s.whole || (size_t)got >= GATE_HOLD_MAX ||
 	    s.records > GATE_MAX_RECORDS) {
+		c->light = s.whole && s.body == 0;
 		gate_list_remove(&g->held, c);
 		gate_hand_over(g, c);
 		return GATE_GONE;
@@ -775,7 +791,7 @@ out:
 }
 
 enum ts_err
-gate_take(struct gate *g, int *fd)
+gate_take(struct gate *g, int light_only, int *fd)
 {
 	static _Thread_local struct gate_waiter self;
 	static _Thread_local int self_ready;
@@ -788,9 +804,17 @@ gate_take(struct gate *g, int *fd)
 		self_ready = 1;
 	}
 	pthread_mutex_lock(&g->mu);
-	c = g->ready.head;
+	/* light ones first: each is short, and a /health waits behind none
+	 * of the bodies */
+	c = g->ready_light.head;
 	if (c != NULL) {
-		gate_list_remove(&g->ready, c);
+		gate_list_remove(&g->ready_light, c);
+	} else if (!light_only && (c = g->ready_body.head) != NULL) {
+		gate_list_remove(&g->ready_body, c);
+	} else if (light_only) {
+		self.conn = NULL;
+		self.next = g->idle_light;
+		g->idle_light = &self;
 	} else {
 		self.conn = NULL;
 		self.next = g->idle;

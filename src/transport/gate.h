@@ -70,10 +70,20 @@ struct gate_config {
  */
 enum ts_err gate_start(struct gate **out, const struct gate_config *cfg);
 
-/* Blocks until a connection's request is whole (or large) and returns
- * its socket in *fd, blocking mode, now the caller's to close. The
- * thread that went idle last is served first. TS_OK. */
-enum ts_err gate_take(struct gate *g, int *fd);
+/*
+ * Blocks until a connection's request is whole (or large) and returns
+ * its socket in *fd, blocking mode, now the caller's to close. TS_OK.
+ *
+ * light_only 1: only a request without a body (FCGI_STDIN empty: a GET,
+ * HEAD or OPTIONS, so /health, /metrics, /v1/models, /_debug and /stream)
+ * is taken; 0: any, the light ones first. A request with a body (a POST
+ * /v1 one, whose parsing and schema checking may take up to their step
+ * budgets, docs/API.md) goes only to a thread that takes any, so threads
+ * kept light_only answer /health and admit /stream however many bodies
+ * are being parsed. Among idle threads that may take a request, the one
+ * that went idle last is served first.
+ */
+enum ts_err gate_take(struct gate *g, int light_only, int *fd);
 
 /*
  * A watch for one accept thread: a descriptor of its own that refers to

@@ -117,6 +117,7 @@ test_whole_get(void **state)
 	assert_true(s.whole);
 	assert_int_equal(s.head_end, head);
 	assert_int_equal(s.records, 4);
+	assert_int_equal(s.body, 0);     /* the gate's light requests */
 	assert_null(s.why);
 }
 
@@ -164,6 +165,7 @@ test_post_body(void **state)
 	assert_int_equal(fcgi_scan(m.b, m.n, &s), TS_OK);
 	assert_true(s.whole);
 	assert_int_equal(s.records, 6);
+	assert_int_equal(s.body, 15);    /* both records' bytes */
 }
 
 /* A pair split across two params records is one pair. */
