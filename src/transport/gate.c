@@ -20,9 +20,11 @@
  * which takes nothing off) once there is enough to tell more
  * (fcgi_scan's need), so a peer that trickles bytes costs one ioctl per
  * arrival and one peek per record. When the request is whole the socket
- * leaves the set and waits in the ready queue for an accept thread,
+ * leaves the set and waits in a ready queue for an accept thread,
  * which hands it to libfcgi (server/fcgi.c) to read from memory-fast
- * buffers. Every held connection has the same timeout, so the held list
+ * buffers. A request without a body (a GET: /health, /metrics, /stream)
+ * waits in its own queue, which a thread kept for such requests takes
+ * too, so none waits behind POST bodies being parsed (gate_take). Every held connection has the same timeout, so the held list
  * in accept order is also in deadline order: the gate closes from its
  * head.
  *
