@@ -80,19 +80,24 @@ start_mini() {
 	# ITL can look shorter when the first token is read late and the
 	# rest bunch: 13 ms seen). And /v1's TPOT, ITL and
 	# TTFT are those of the /stream run beside it, within slack taken
-	# from that run's own spread (p99 - median): a loaded machine or
-	# ASan stretches both runs alike but not evenly (fixed "20 +- 2 ms,
-	# TTFT +- 15 ms" failed under ASan on loaded runs, /v1's TTFT once
-	# 43 ms above, once 84 ms below). The medians are printed first.
+	# from the runs' own spread (p99 - median, the larger of the two):
+	# a loaded machine or ASan stretches both runs but not evenly (fixed
+	# "20 +- 2 ms, TTFT +- 15 ms" failed under ASan on loaded runs,
+	# /v1's TTFT once 43 ms above, once 84 ms below; the /stream run's
+	# spread alone failed once in CI's ASan pass). Not the median ITL: a
+	# client that reads late sees gaps of 0 between bunched events (a
+	# median ITL of 0 was seen under ASan), while TPOT, from the first
+	# and last token, is the pace. The medians are printed first.
 	jq -n -r --slurpfile a "$d/v1.json" --slurpfile b "$d/st.json" '
-		"median TPOT / ITL / TTFT / E2EL ms: /v1 \($a[0].median_tpot_ms) / \($a[0].median_itl_ms) / \($a[0].median_ttft_ms) / \($a[0].median_e2el_ms), /stream \($b[0].median_tpot_ms) / \($b[0].median_itl_ms) / \($b[0].median_ttft_ms) / \($b[0].median_e2el_ms); /stream p99 TPOT \($b[0].p99_tpot_ms), TTFT \($b[0].p99_ttft_ms)"'
+		"median TPOT / ITL / TTFT / E2EL ms: /v1 \($a[0].median_tpot_ms) / \($a[0].median_itl_ms) / \($a[0].median_ttft_ms) / \($a[0].median_e2el_ms), /stream \($b[0].median_tpot_ms) / \($b[0].median_itl_ms) / \($b[0].median_ttft_ms) / \($b[0].median_e2el_ms); p99 TPOT /v1 \($a[0].p99_tpot_ms), /stream \($b[0].p99_tpot_ms); p99 TTFT /v1 \($a[0].p99_ttft_ms), /stream \($b[0].p99_ttft_ms); min E2EL /v1 \($a[0].min_e2el_ms), /stream \($b[0].min_e2el_ms)"'
 	jq -n -e --slurpfile a "$d/v1.json" --slurpfile b "$d/st.json" '
 		($a[0]) as $v | ($b[0]) as $s |
-		($s.p99_tpot_ms - $s.median_tpot_ms) as $tpot_spread |
-		($s.p99_ttft_ms - $s.median_ttft_ms) as $ttft_spread |
+		([$s.p99_tpot_ms - $s.median_tpot_ms,
+		  $v.p99_tpot_ms - $v.median_tpot_ms] | max) as $tpot_spread |
+		([$s.p99_ttft_ms - $s.median_ttft_ms,
+		  $v.p99_ttft_ms - $v.median_ttft_ms] | max) as $ttft_spread |
 		$v.min_e2el_ms >= 19 * 19 and $s.min_e2el_ms >= 19 * 19 and
 		(($v.median_tpot_ms - $s.median_tpot_ms) | fabs) < 2 + $tpot_spread and
-		(($v.median_itl_ms - $s.median_itl_ms) | fabs) < 2 + $tpot_spread and
 		(($v.median_ttft_ms - $s.median_ttft_ms) | fabs) < 15 + $ttft_spread'
 	# and /v1/completions
 	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/completions \
