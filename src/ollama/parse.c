@@ -563,7 +563,11 @@ ollama_parse_request(enum ollama_kind kind, const char *body, size_t len,
 		goto fail;
 	}
 	if (!json_is_object(req->root)) {
-		rc = bad_type(err, kind, "", req->root, "api.Request");
+		http_error_set(err, 400, "invalid_request_error",
+		    "invalid_type", "json: cannot unmarshal %s into Go value "
+		    "of type api.%s", go_type(req->root), kind == OLLAMA_CHAT ?
+		    "ChatRequest" : "GenerateRequest");
+		rc = TS_EINVAL;
 		goto fail;
 	}
 	rc = get_str(req->root, kind, "model", &req->model, &req->model_len,

@@ -67,7 +67,8 @@ test_refused(void **state)
 	} rows[] = {
 		{ OLLAMA_CHAT, "", 400, "missing request body" },
 		{ OLLAMA_CHAT, "{'model':", 400, "invalid JSON" },
-		{ OLLAMA_CHAT, "[1]", 400, "cannot unmarshal array" },
+		{ OLLAMA_CHAT, "[1]", 400, "cannot unmarshal array into Go value "
+		    "of type api.ChatRequest" },
 		{ OLLAMA_CHAT, "{}", 400, "model is required" },
 		{ OLLAMA_CHAT, "{'model':''}", 400, "model is required" },
 		{ OLLAMA_CHAT, "{'model':5}", 400, "cannot unmarshal number "
