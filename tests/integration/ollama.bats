@@ -13,9 +13,22 @@ setup_file() {
 
 teardown_file() {
 	ts_stop
+}
+
+# A test's second server (other_server), stopped even if the test fails.
+teardown() {
 	if [ -n "${RUNDIR2:-}" ]; then
 		RUNDIR=$RUNDIR2 PORT=$PORT2 ts_stop
 	fi
+}
+
+# other_server ARGS...: a second server with these responder options, at
+# BASE2 (RUNDIR2, PORT2: teardown stops it); BASE stays the first one's.
+other_server() {
+	local base=$BASE rundir=$RUNDIR port=$PORT
+	TS_RUNDIR=$(mktemp -d "$BATS_FILE_TMPDIR/ts2.XXXXXX") ts_start "$@"
+	BASE2=$BASE RUNDIR2=$RUNDIR PORT2=$PORT
+	BASE=$base RUNDIR=$rundir PORT=$port
 }
 
 client() {
@@ -220,10 +233,7 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 }
 
 @test "--api-key guards /api/ paths: 401 {\"error\"} without the key, answers with it (the npm client's Authorization header)" {
-	local base=$BASE rundir=$RUNDIR port=$PORT
-	TS_RUNDIR=$(mktemp -d "$BATS_FILE_TMPDIR/ts2.XXXXXX") ts_start --api-key sk-ollama-test
-	BASE2=$BASE RUNDIR2=$RUNDIR PORT2=$PORT
-	BASE=$base RUNDIR=$rundir PORT=$port
+	other_server --api-key sk-ollama-test
 	d=$BATS_TEST_TMPDIR
 	for p in /api/tags /api/version /api/ps; do
 		run curl -sS -o "$d/e" -D "$d/h" -w '%{http_code}' "$BASE2$p"
@@ -236,5 +246,27 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	curl -sS -f -H 'Authorization: Bearer sk-ollama-test' "$BASE2/api/tags" | jq -e '.models[0].name == "tokstream-sim:latest"'
 	curl -sS -f -H 'Authorization: Bearer sk-ollama-test' -d "$CHAT"',"stream":false,"options":{"num_predict":2}}' "$BASE2/api/chat" |
 		jq -e '.eval_count == 2'
-	RUNDIR=$RUNDIR2 PORT=$PORT2 ts_stop
+}
+
+@test "load_duration is the queue: behind another stream on a 1-slot server, a request's load_duration is its /_debug/generated queue_ms" {
+	other_server --max-num-seqs 1
+	d=$BATS_TEST_TMPDIR
+	# the first holds the only slot for 7 more steps of 100 ms once its
+	# first line is here
+	exec 5< <(curl -sS -N -d '{"model":"tokstream-sim","prompt":"first","tpot_ms":100,"options":{"num_predict":8}}' "$BASE2/api/generate")
+	read -r first <&5
+	echo "$first" | jq -e '.done == false'
+	curl -sS -D "$d/h" -o "$d/b" -d '{"model":"tokstream-sim","prompt":"second","stream":false,"options":{"num_predict":2}}' "$BASE2/api/generate"
+	cat <&5 > "$d/rest"
+	exec 5<&-
+	cat "$d/b"
+	id=$(header_of "$d/h" X-Request-Id)
+	q=$(curl -sS "$BASE2/_debug/generated?id=$id" | jq .queue_ms)
+	echo "queue_ms $q"
+	# the same clock: the engine's admission less the arrival, in ns and
+	# in ms with microseconds
+	jq -e --argjson q "$q" '.load_duration >= 200000000 and
+		((.load_duration / 1000 | floor) == ($q * 1000 | round))' "$d/b"
+	# it got the slot only once the first had ended
+	tail -n 1 "$d/rest" | jq -e '.done == true and .eval_count == 8'
 }
