@@ -555,7 +555,9 @@ ollama_parse_request(enum ollama_kind kind, const char *body, size_t len,
 		rc = bad(err, "missing request body");
 		goto fail;
 	}
-	req->root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+	/* a key given twice: the last one holds, as Go's encoding/json
+	 * takes it (and jansson without JSON_REJECT_DUPLICATES) */
+	req->root = json_loadb(body, len, 0, &je);
 	if (req->root == NULL) {
 		http_error_set(err, 400, "invalid_request_error",
 		    "invalid_json", "invalid JSON: %s", je.text);

@@ -178,6 +178,12 @@ test_defaults_and_options(void **state)
 	assert_int_equal(req.knobs.tpot_ms, 5);
 	ollama_request_free(&req);
 
+	/* a key twice: the last holds, as in Go */
+	assert_int_equal(parse(OLLAMA_GENERATE, "{'model':'llama3','prompt':"
+	    "'p','model':'tokstream-sim'}", &req, &err), TS_OK);
+	assert_memory_equal(req.model, MODEL, strlen(MODEL));
+	ollama_request_free(&req);
+
 	/* a served name with a tag of its own answers to it only */
 	assert_true(ollama_model_known("a:7b", 4, (const char *[]){ "a:7b" },
 	    1));
