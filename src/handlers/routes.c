@@ -183,10 +183,9 @@ model_at(struct server *srv, struct reply *c, const char *id, size_t len)
  * 1 when the request must carry the API key (--api-key): any method but
  * OPTIONS on a /v1/ or /api/ (Ollama's) path, known or not, and on the
  * lab endpoints that generate (/stream, /generate) unless
- * --open-lab-endpoints. A CORS
- * preflight passes: a browser sends it without credentials (Fetch
- * standard, "CORS-preflight request"). /health, /metrics, /_debug/ and
- * the demo page never need the key.
+ * --open-lab-endpoints. A CORS preflight passes: a browser sends it
+ * without credentials (Fetch standard, "CORS-preflight request").
+ * /health, /metrics, /_debug/ and the demo page never need the key.
  */
 static int
 key_needed(const struct options *o, const struct endpoint *e,
