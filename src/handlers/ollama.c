@@ -54,7 +54,20 @@ struct oll_resp {
 	int32_t error_after;
 	int injected;                 /* a mid-stream failure to count if it
 				       * fires (enum inject_kind), or 0 */
+	int silent;                   /* an injected failure keeps from the
+				       * client: OLL_SILENT_END, _ALL */
 };
+
+/* What an injected failure keeps from the client (inject.h), as /v1. */
+enum {
+	OLL_SPEAKS = 0,         /* everything is sent */
+	OLL_SILENT_ALL = 1,     /* timeout: not a byte */
+	OLL_SILENT_END = 2      /* midstream_cut: no end after the tokens */
+};
+
+/* An injected timeout holds its connection silent this long, then closes
+ * it with no answer (as /v1's). It holds a connection, not a slot. */
+#define OLL_INJECT_TIMEOUT_MS 600000.0
 
 /* What oll_build makes of a request and oll_start runs. */
 struct oll_job {
@@ -201,7 +214,7 @@ oll_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	enum ts_err rc;
 
 	(void)index;
-	if (len == 0)
+	if (len == 0 || ol->silent == OLL_SILENT_ALL)
 		return TS_OK;
 	if (ol->plan.ncalls > 0)
 		return ts_buf_append(&ol->text, text, len) == TS_OK ? TS_OK :
@@ -228,6 +241,8 @@ oll_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	enum ts_err rc = TS_OK;
 
 	oll_fired(r, f);
+	if (ol->silent != OLL_SPEAKS)
+		return TS_OK;   /* an injected cut: the stream just stops */
 	if (reply_finish_error(ol->error_after, f, &err)) {
 		rc = ollama_error_json(&err, out);
 		if (rc == TS_OK)
@@ -288,6 +303,8 @@ oll_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	enum ts_err rc;
 
 	oll_fired(r, f);
+	if (ol->silent != OLL_SPEAKS)
+		return TS_OK;   /* an injected cut or timeout: no answer */
 	if (reply_finish_error(ol->error_after, f, &err))
 		return oll_error_buf(r->reply, out, &err, NULL,
 		    engine_seq_id(r->seq));
@@ -319,13 +336,24 @@ static const struct relay_ops oll_answer_ops = {
 	.free = oll_resp_free,
 };
 
+/* An injected timeout: not a byte, not even a keep-alive, then the
+ * connection closes with no answer. */
+static const struct relay_ops oll_silent_ops = {
+	.token = oll_collect_token,
+	.keepalive = NULL,
+	.end = oll_answer_end,
+	.free = oll_resp_free,
+};
+
 /*
  * Failure injection (handlers/inject.h) by the request's
  * X-Tokstream-Failure header, honoured with --allow-failure-header as on
  * /v1 (the seeded --failure-injection-rate draws only for /v1): an HTTP
  * failure is answered in Ollama's shape (returns 1); midstream_error
- * sets error_after. Other kinds (timeout, midstream_cut) are refused
- * with a 400 here. Returns 0 to go on.
+ * sets error_after (K tokens, then the error line); midstream_cut K
+ * tokens, then the stream stops with no final object nor error (counted
+ * as an error); timeout a sequence that ends at once, its connection
+ * held silent for OLL_INJECT_TIMEOUT_MS. Returns 0 to go on.
  */
 static int
 oll_inject(struct server *srv, struct reply *rp, struct oll_resp *ol,
@@ -336,7 +364,7 @@ oll_inject(struct server *srv, struct reply *rp, struct oll_resp *ol,
 	enum inject_kind k = INJECT_NONE;
 	uint32_t after = ic->after_tokens;
 	struct http_error err;
-	char msg[200];
+	char msg[200], extra[64];
 
 	if (hv == NULL || hv[0] == '\0')
 		return 0;
@@ -355,23 +383,40 @@ oll_inject(struct server *srv, struct reply *rp, struct oll_resp *ol,
 		ollama_fail(rp, &err, NULL);
 		return 1;
 	}
-	if (k == INJECT_MIDSTREAM_ERROR) {
+	switch (k) {
+	case INJECT_MIDSTREAM_ERROR:
+	case INJECT_MIDSTREAM_CUT:
+		/* counted when it fires (oll_fired): one after the answer's
+		 * last token never does */
 		ol->injected = k;
 		job->error_after = (int32_t)after;
+		ol->silent = k == INJECT_MIDSTREAM_CUT ? OLL_SILENT_END :
+		    OLL_SPEAKS;
 		return 0;
+	case INJECT_TIMEOUT:
+		/* it ends before a first token (an error at once, no
+		 * prefill), so no slot is held; the relay holds the
+		 * connection silent (relay_hold, oll_start) */
+		metrics_injected(srv->metrics, (int)k);
+		ol->silent = OLL_SILENT_ALL;
+		return 0;
+	default:
+		break;
 	}
 	if (inject_error(k, ic, srv->backend->context_len(
 	    srv->backend->impl), job->prompt_tokens, &err)) {
 		metrics_injected(srv->metrics, (int)k);
-		ollama_fail(rp, &err, k == INJECT_RATE_LIMIT ?
-		    "Retry-After: 1\r\n" : NULL);
+		extra[0] = '\0';
+		if (k == INJECT_RATE_LIMIT)
+			snprintf(extra, sizeof(extra), "Retry-After: %u\r\n",
+			    (unsigned)ic->retry_after_s);
+		else if (k == INJECT_INVALID_API_KEY)
+			snprintf(extra, sizeof(extra),
+			    "WWW-Authenticate: Bearer\r\n");
+		ollama_fail(rp, &err, extra[0] != '\0' ? extra : NULL);
 		return 1;
 	}
-	http_error_set(&err, 400, "invalid_request_error", "invalid_value",
-	    "%s: the Ollama API takes the kinds answered before the stream "
-	    "and midstream_error", INJECT_HEADER);
-	ollama_fail(rp, &err, NULL);
-	return 1;
+	return 0;
 }
 
 /* The sampling of the request and its plan's guide. */
@@ -439,6 +484,14 @@ oll_plan(struct server *srv, struct reply *rp, struct oll_resp *ol,
 		oj->stop_len[i] = job->stop_len[i] = ol->req.stop_len[i];
 	}
 	job->nstop = i;
+	if (ol->silent == OLL_SILENT_ALL) {
+		/* an injected timeout: an error at once, no prefill */
+		job->prefill_ms = 0.0;
+		job->prefill_per_token_ms = 0.0;
+		job->max_tokens = 1;
+		job->error_after = 0;
+		ol->error_after = 0;
+	}
 	return 0;
 }
 
@@ -555,7 +608,7 @@ oll_start(struct server *srv, struct reply *rp, struct oll_resp *ol,
 		    "Retry-After: 1\r\n" : NULL);
 		return 1;
 	}
-	if (ol->req.stream) {
+	if (ol->req.stream && ol->silent != OLL_SILENT_ALL) {
 		enum ts_err rc;
 
 		ts_buf_init(&b, 4096);
@@ -574,8 +627,11 @@ oll_start(struct server *srv, struct reply *rp, struct oll_resp *ol,
 	}
 	env = server_relay_env(srv);
 	relay_init(&ol->relay, &env, &ol->reply, s, 0, oj->stop, oj->stop_len,
-	    oj->job.nstop, ol->req.stream ? &oll_stream_ops : &oll_answer_ops,
-	    ol);
+	    oj->job.nstop, ol->silent == OLL_SILENT_ALL ? &oll_silent_ops :
+	    ol->req.stream ? &oll_stream_ops : &oll_answer_ops, ol);
+	if (ol->silent == OLL_SILENT_ALL)
+		relay_hold(&ol->relay, rp->t0 +
+		    ts_ms_to_ns(OLL_INJECT_TIMEOUT_MS));
 	server_stream(srv, rp->conn, &ol->relay);
 	return 0;
 }

@@ -207,7 +207,7 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	jq -e '.error | test("no endpoint at /api/pull")' "$d/e"
 }
 
-@test "failure injection (X-Tokstream-Failure): rate_limit is a 429 in Ollama's shape; midstream_error ends the stream with an error line; both counted" {
+@test "failure injection (X-Tokstream-Failure): rate_limit is a 429 in Ollama's shape; midstream_error ends the stream with an error line, midstream_cut with nothing; a timeout answers nothing; each counted" {
 	d=$BATS_TEST_TMPDIR
 	before=$(curl -sS "$BASE/metrics" | awk '$1 ~ /^tokstream:injected_failures_total/ { s += $2 } END { print s + 0 }')
 	run curl -sS -D "$d/h" -o "$d/e" -w '%{http_code}' -H 'X-Tokstream-Failure: rate_limit' -d "$CHAT}" "$BASE/api/chat"
@@ -217,8 +217,21 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	curl -sS -N -o "$d/b" -H 'X-Tokstream-Failure: midstream_error; after=2' -d "$CHAT"',"options":{"seed":1}}' "$BASE/api/chat"
 	[ "$(wc -l < "$d/b")" -eq 3 ]
 	tail -n 1 "$d/b" | jq -e 'keys == ["error"]'
+	# a cut: 4 token lines, then the body ends: no final object, no error
+	curl -sS -N -o "$d/c" -H 'X-Tokstream-Failure: midstream_cut; after=4' -d "$CHAT"',"options":{"seed":1}}' "$BASE/api/chat"
+	cat "$d/c"
+	[ "$(wc -l < "$d/c")" -eq 4 ]
+	jq -e -s 'all(.[]; .done == false and (.message.content | length > 0))' "$d/c"
+	# a timeout: not a byte until the client gives up
+	local rc=0
+	curl -s -o "$d/t" -D "$d/th" --max-time 2 -H 'X-Tokstream-Failure: timeout' -d "$CHAT}" "$BASE/api/chat" || rc=$?
+	[ "$rc" -eq 28 ]
+	[ ! -s "$d/th" ]
+	[ ! -s "$d/t" ]
+	# ... and it holds a connection, not a slot
+	[ "$(curl -sS "$BASE/_debug/generated" | jq .engine.running)" -eq 0 ]
 	after=$(curl -sS "$BASE/metrics" | awk '$1 ~ /^tokstream:injected_failures_total/ { s += $2 } END { print s + 0 }')
-	[ "$after" -eq $((before + 2)) ]
+	[ "$after" -eq $((before + 4)) ]
 }
 
 @test "metrics count /api requests: generation and prompt tokens grow by the final object's counts" {
