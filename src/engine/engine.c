@@ -85,6 +85,8 @@ struct engine_seq {
 	_Atomic int finish;
 	_Atomic int in_slot;
 	_Atomic uint32_t delivered;
+	_Atomic int64_t admit_ns;       /* engine_view's: a slot taken */
+	_Atomic int64_t first_ns;       /* ... its first token published */
 	/* listener lists (engine.h): SEQ_NEWS while on a listener's stack,
 	 * SEQ_DEAD once freed but for the struct, which the listener's next
 	 * take frees */
@@ -691,6 +693,8 @@ admit(struct engine *e, int64_t now)
 		heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
 		news(e, s);
+		atomic_store_explicit(&s->admit_ns, now,
+		    memory_order_relaxed);
 		if (e->hooks.on_admit != NULL)
 			e->hooks.on_admit(e->hooks.ctx, s->id,
 			    now - s->req.t0_ns);
@@ -758,6 +762,10 @@ forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 			seq_finish(e, s, ENGINE_FINISH_ERROR, *t);
 			continue;
 		}
+		if (atomic_load_explicit(&s->first_ns,
+		    memory_order_relaxed) == 0)
+			atomic_store_explicit(&s->first_ns, *t,
+			    memory_order_relaxed);
 		f = seq_publish(e, s, e->step_ids[m++]);
 		if (f != ENGINE_FINISH_NONE) {
 			seq_finish(e, s, f, *t);
@@ -1290,6 +1298,11 @@ engine_seq_view(struct engine_seq *s, struct engine_view *v)
 	v->lp_stride = s->lp != NULL ? s->req.sampling.logprobs : 0;
 	v->generated = atomic_load(&s->generated);
 	v->in_slot = atomic_load_explicit(&s->in_slot, memory_order_relaxed);
+	v->admit_ns = atomic_load_explicit(&s->admit_ns, memory_order_relaxed);
+	v->first_ns = atomic_load_explicit(&s->first_ns, memory_order_relaxed);
+	/* leave_ns is written before finish's release store, and read only
+	 * after its acquire load saw the finish */
+	v->end_ns = v->finish != ENGINE_FINISH_NONE ? s->leave_ns : 0;
 }
 
 void

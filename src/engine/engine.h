@@ -198,6 +198,10 @@ struct engine_view {
 	int in_slot;                /* 0 while waiting for a slot */
 	uint32_t cached_tokens;     /* prompt tokens the prefix cache had
 				     * (set at admission) */
+	/* the engine's clock (CLOCK_MONOTONIC ns) at admission (a slot:
+	 * the prefill starts), at its first token (the prefill's end, the
+	 * decode's start) and when it left (its finish); 0 until then */
+	int64_t admit_ns, first_ns, end_ns;
 };
 
 /* How a sequence left, for the on_finish hook. */

@@ -11,6 +11,7 @@
 #include "handlers/debug.h"
 #include "proto/http.h"
 #include "handlers/lab.h"
+#include "handlers/ollama.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
 #include "handlers/v1.h"
@@ -24,6 +25,8 @@ enum endpoint_id {
 	EP_STREAM, EP_GENERATE, EP_HEALTH,
 	EP_COMPLETIONS, EP_CHAT, EP_RESPONSES, EP_MODELS, EP_MODEL,
 	EP_DEBUG, EP_METRICS,
+	EP_OLLAMA_CHAT, EP_OLLAMA_GENERATE, EP_OLLAMA_TAGS, EP_OLLAMA_PS,
+	EP_OLLAMA_SHOW, EP_OLLAMA_VERSION,
 	EP_NONE
 };
 
@@ -48,6 +51,12 @@ static const struct endpoint endpoints[] = {
 	{ "/v1/models/", EP_MODEL, M_GET, 1, 0 },
 	{ "/_debug/generated", EP_DEBUG, M_GET, 0, 1 },
 	{ "/metrics", EP_METRICS, M_GET, 0, 1 },
+	{ "/api/chat", EP_OLLAMA_CHAT, M_POST, 0, 0 },
+	{ "/api/generate", EP_OLLAMA_GENERATE, M_POST, 0, 0 },
+	{ "/api/tags", EP_OLLAMA_TAGS, M_GET, 0, 0 },
+	{ "/api/ps", EP_OLLAMA_PS, M_GET, 0, 0 },
+	{ "/api/show", EP_OLLAMA_SHOW, M_POST, 0, 0 },
+	{ "/api/version", EP_OLLAMA_VERSION, M_GET, 0, 0 },
 };
 
 /* The endpoint at path (uri, plen), or NULL. */
@@ -131,6 +140,8 @@ not_allowed(struct reply *c, const struct endpoint *e, const char *method,
 	snprintf(allow, sizeof(allow), "Allow: %s\r\n", allow_of(e->methods));
 	if (strncmp(uri, "/v1/", 4) == 0)
 		reply_error_v1(c, &err, allow, 0);
+	else if (strncmp(uri, "/api/", 5) == 0)
+		ollama_fail(c, &err, allow);
 	else
 		reply_error(c, &err, allow, 0);
 }
@@ -170,11 +181,11 @@ model_at(struct server *srv, struct reply *c, const char *id, size_t len)
 
 /*
  * 1 when the request must carry the API key (--api-key): any method but
- * OPTIONS on a /v1/ path, known or not, and on the lab endpoints that
- * generate (/stream, /generate) unless --open-lab-endpoints. A CORS
- * preflight passes: a browser sends it without credentials (Fetch
- * standard, "CORS-preflight request"). /health, /metrics, /_debug/ and
- * the demo page never need the key.
+ * OPTIONS on a /v1/ or /api/ (Ollama's) path, known or not, and on the
+ * lab endpoints that generate (/stream, /generate) unless
+ * --open-lab-endpoints. A CORS preflight passes: a browser sends it
+ * without credentials (Fetch standard, "CORS-preflight request").
+ * /health, /metrics, /_debug/ and the demo page never need the key.
  */
 static int
 key_needed(const struct options *o, const struct endpoint *e,
@@ -182,7 +193,8 @@ key_needed(const struct options *o, const struct endpoint *e,
 {
 	if (o->api_key == NULL || strcmp(method, "OPTIONS") == 0)
 		return 0;
-	if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0)
+	if ((plen >= 4 && memcmp(uri, "/v1/", 4) == 0) ||
+	    (plen >= 5 && memcmp(uri, "/api/", 5) == 0))
 		return 1;
 	return e != NULL && !o->open_lab &&
 	    (e->id == EP_STREAM || e->id == EP_GENERATE);
@@ -215,6 +227,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    strlen(uri + plen) - 1, HTTP_MAX_QUERY_BYTES);
 		if (strncmp(uri, "/v1/", 4) == 0)
 			reply_error_v1(c, &err, NULL, 0);
+		else if (strncmp(uri, "/api/", 5) == 0)
+			ollama_fail(c, &err, NULL);
 		else
 			reply_error(c, &err, NULL, 0);
 		return;
@@ -234,6 +248,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		if (strncmp(uri, "/v1/", 4) == 0)
 			reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n",
 			    0);
+		else if (strncmp(uri, "/api/", 5) == 0)
+			ollama_fail(c, &err, "WWW-Authenticate: Bearer\r\n");
 		else
 			reply_error(c, &err, "WWW-Authenticate: Bearer\r\n", 0);
 		return;
@@ -246,6 +262,13 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 			    "/v1/responses and /v1/models",
 			    (int)(plen > 128 ? 128 : plen), uri);
 			reply_error_v1(c, &err, NULL, 0);
+		} else if (plen >= 5 && memcmp(uri, "/api/", 5) == 0) {
+			http_error_set(&err, 404, "not_found_error",
+			    "unknown_path", "no endpoint at %.*s; tokstream "
+			    "serves Ollama's /api/chat, /api/generate, "
+			    "/api/tags, /api/show, /api/ps and /api/version",
+			    (int)(plen > 128 ? 128 : plen), uri);
+			ollama_fail(c, &err, NULL);
 		} else {
 			http_error_set(&err, 404, "not_found_error",
 			    "unknown_path", "no endpoint at %.*s; try GET "
@@ -276,6 +299,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    "the server is shutting down");
 		if (strncmp(uri, "/v1/", 4) == 0)
 			reply_error_v1(c, &err, "Retry-After: 1\r\n", 0);
+		else if (strncmp(uri, "/api/", 5) == 0)
+			ollama_fail(c, &err, "Retry-After: 1\r\n");
 		else
 			reply_error(c, &err, "Retry-After: 1\r\n", 0);
 		return;
@@ -294,6 +319,13 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		break;
 	case EP_DEBUG: debug_generated(srv, c); break;
 	case EP_METRICS: debug_metrics(srv, c); break;
+	case EP_OLLAMA_CHAT: ollama_generate(srv, c, OLLAMA_CHAT); break;
+	case EP_OLLAMA_GENERATE: ollama_generate(srv, c, OLLAMA_GENERATE);
+		break;
+	case EP_OLLAMA_TAGS: ollama_models(srv, c, 0); break;
+	case EP_OLLAMA_PS: ollama_models(srv, c, 1); break;
+	case EP_OLLAMA_SHOW: ollama_show(srv, c); break;
+	case EP_OLLAMA_VERSION: ollama_version(srv, c); break;
 	case EP_PAGE:
 	case EP_NONE:
 		break;

@@ -350,6 +350,39 @@ test_batching_and_queue(void **unused)
 	engine_destroy(e);
 }
 
+/* engine_view's clock of a sequence: c waits for a slot until a leaves
+ * (80 ms), its prefill ends with its first token (120 ms) and it leaves
+ * with its second (140 ms); no end before it has one. */
+static void
+test_view_times(void **unused)
+{
+	struct engine *e = mk_engine(2, 4, NULL);
+	struct probe a = { 0 }, b = { 0 }, c = { 0 }, *ps[] = { &a, &b, &c };
+	struct engine_view v;
+
+	(void)unused;
+	assert_int_equal(submit(e, &a, "a", 3, 40, 0), TS_OK);
+	assert_int_equal(submit(e, &b, "b", 10, 40, 0), TS_OK);
+	assert_int_equal(submit(e, &c, "c", 2, 40, 0), TS_OK);
+	run_until(e, 0, 100 * MS, ps, 3);
+	engine_seq_view(c.s, &v);
+	assert_int_equal(v.admit_ns, 80 * MS);
+	assert_int_equal(v.first_ns, 0);
+	assert_int_equal(v.end_ns, 0);
+	run_until(e, 100 * MS, 10000 * MS, ps, 3);
+	engine_seq_view(c.s, &v);
+	assert_int_equal(v.admit_ns, 80 * MS);
+	assert_int_equal(v.first_ns, 120 * MS);
+	assert_int_equal(v.end_ns, 140 * MS);
+	engine_seq_view(a.s, &v);
+	assert_int_equal(v.first_ns, 40 * MS);
+	assert_int_equal(v.end_ns, 80 * MS);
+	engine_release(e, a.s);
+	engine_release(e, b.s);
+	engine_release(e, c.s);
+	engine_destroy(e);
+}
+
 /* A prefill that ends between two boundaries: its first token is part
  * of the next step, its second one step later. */
 static void
@@ -1651,6 +1684,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_sequence_timing_and_tokens),
 		cmocka_unit_test(test_batching_and_queue),
+		cmocka_unit_test(test_view_times),
 		cmocka_unit_test(test_join_at_step_boundary),
 		cmocka_unit_test(test_queue_cap_refuses),
 		cmocka_unit_test(test_cancel_frees_slot_at_boundary),

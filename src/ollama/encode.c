@@ -1,0 +1,395 @@
+/*
+ * ollama/encode.c - Ollama's API answers. See encode.h.
+ *
+ * The stream's objects go straight into the caller's buffer through the
+ * small writer below (strings escaped as jansson's dump_string escapes
+ * them without flags, as openai/encode.c's writer does); the answers of
+ * the model endpoints, once per request, are jansson trees.
+ */
+#define _DEFAULT_SOURCE /* gmtime_r */
+#include "ollama/encode.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/rng.h"
+#include "text/utf8.h"
+
+#define LIT(s) (s), (sizeof(s) - 1)
+
+/* Appends to b; the first error sticks and ow_end takes back what was
+ * appended since ow_begin. */
+struct ow {
+	struct ts_buf *b;
+	size_t start;
+	enum ts_err rc;
+};
+
+static void
+ow_raw(struct ow *w, const char *p, size_t len)
+{
+	if (w->rc == TS_OK)
+		w->rc = ts_buf_append(w->b, p, len);
+}
+
+/* A JSON string of (p, len), which must be UTF-8 (TS_EINVAL if not). */
+static void
+ow_str(struct ow *w, const char *p, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i, run = 0;
+	char e[6];
+
+	if (w->rc == TS_OK && !utf8_valid(p, len))
+		w->rc = TS_EINVAL;
+	ow_raw(w, LIT("\""));
+	for (i = 0; i < len && w->rc == TS_OK; i++) {
+		unsigned char c = (unsigned char)p[i];
+		size_t n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		ow_raw(w, p + run, i - run);
+		run = i + 1;
+		e[0] = '\\';
+		switch (c) {
+		case '"': e[1] = '"'; break;
+		case '\\': e[1] = '\\'; break;
+		case '\b': e[1] = 'b'; break;
+		case '\f': e[1] = 'f'; break;
+		case '\n': e[1] = 'n'; break;
+		case '\r': e[1] = 'r'; break;
+		case '\t': e[1] = 't'; break;
+		default:
+			e[1] = 'u';
+			e[2] = '0';
+			e[3] = '0';
+			e[4] = hex[c >> 4];
+			e[5] = hex[c & 15];
+			n = 6;
+			break;
+		}
+		ow_raw(w, e, n);
+	}
+	ow_raw(w, p + run, len - run);
+	ow_raw(w, LIT("\""));
+}
+
+static void
+ow_int(struct ow *w, long long v)
+{
+	char t[24];
+	int n = snprintf(t, sizeof(t), "%lld", v);
+
+	ow_raw(w, t, (size_t)n);
+}
+
+size_t
+ollama_time(int64_t unix_ns, char *buf, size_t cap)
+{
+	time_t s = (time_t)(unix_ns / 1000000000);
+	long ns = (long)(unix_ns % 1000000000);
+	struct tm tm;
+	size_t n;
+	char frac[16];
+	int k;
+
+	if (ns < 0) {
+		ns += 1000000000;
+		s--;
+	}
+	gmtime_r(&s, &tm);
+	n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (ns > 0) {
+		snprintf(frac, sizeof(frac), ".%09ld", ns);
+		for (k = 9; frac[k] == '0'; k--)
+			frac[k] = '\0';
+		n += (size_t)snprintf(buf + n, cap - n, "%s", frac);
+	}
+	n += (size_t)snprintf(buf + n, cap - n, "Z");
+	return n;
+}
+
+const char *
+ollama_done_name(enum ollama_done d)
+{
+	switch (d) {
+	case OLLAMA_DONE_LENGTH: return "length";
+	case OLLAMA_DONE_LOAD: return "load";
+	default: return "stop";
+	}
+}
+
+/* {"model":M,"created_at":T, */
+static void
+open_obj(struct ow *w, const struct ollama_meta *m, int64_t now_ns)
+{
+	char t[48];
+	size_t n = ollama_time(now_ns, t, sizeof(t));
+
+	ow_raw(w, LIT("{\"model\":"));
+	ow_str(w, m->model, m->model_len);
+	ow_raw(w, LIT(",\"created_at\":\""));
+	ow_raw(w, t, n);
+	ow_raw(w, LIT("\","));
+}
+
+static enum ts_err
+ow_end(struct ow *w)
+{
+	if (w->rc != TS_OK)
+		w->b->len = w->start;
+	return w->rc;
+}
+
+static void
+ow_begin(struct ow *w, struct ts_buf *b)
+{
+	w->b = b;
+	w->start = b->len;
+	w->rc = TS_OK;
+}
+
+/* "tool_calls":[{"function":{"name":N,"arguments":ARGS}},...] */
+static void
+calls_json(struct ow *w, const struct ollama_call *c, size_t n)
+{
+	size_t i;
+
+	ow_raw(w, LIT(",\"tool_calls\":["));
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			ow_raw(w, LIT(","));
+		ow_raw(w, LIT("{\"function\":{\"name\":"));
+		ow_str(w, c[i].name, c[i].name_len);
+		ow_raw(w, LIT(",\"arguments\":"));
+		ow_raw(w, c[i].args, c[i].args_len);
+		ow_raw(w, LIT("}}"));
+	}
+	ow_raw(w, LIT("]"));
+}
+
+/* "message":{"role":"assistant","content":TEXT[,"tool_calls":...]} */
+static void
+message(struct ow *w, const char *text, size_t len,
+    const struct ollama_call *calls, size_t n)
+{
+	ow_raw(w, LIT("\"message\":{\"role\":\"assistant\",\"content\":"));
+	ow_str(w, text, len);
+	if (n > 0)
+		calls_json(w, calls, n);
+	ow_raw(w, LIT("}"));
+}
+
+enum ts_err
+ollama_encode_chunk(struct ts_buf *b, const struct ollama_meta *m,
+    int64_t now_ns, const char *text, size_t len)
+{
+	struct ow w;
+
+	ow_begin(&w, b);
+	open_obj(&w, m, now_ns);
+	if (m->kind == OLLAMA_CHAT) {
+		message(&w, text, len, NULL, 0);
+	} else {
+		ow_raw(&w, LIT("\"response\":"));
+		ow_str(&w, text, len);
+	}
+	ow_raw(&w, LIT(",\"done\":false}\n"));
+	return ow_end(&w);
+}
+
+enum ts_err
+ollama_encode_calls_chunk(struct ts_buf *b, const struct ollama_meta *m,
+    int64_t now_ns, const struct ollama_call *calls, size_t n)
+{
+	struct ow w;
+
+	ow_begin(&w, b);
+	open_obj(&w, m, now_ns);
+	message(&w, "", 0, calls, n);
+	ow_raw(&w, LIT(",\"done\":false}\n"));
+	return ow_end(&w);
+}
+
+/* ,"total_duration":...,"eval_duration":N */
+static void
+metrics(struct ow *w, const struct ollama_stats *st)
+{
+	ow_raw(w, LIT(",\"total_duration\":"));
+	ow_int(w, st->total_ns);
+	ow_raw(w, LIT(",\"load_duration\":"));
+	ow_int(w, st->load_ns);
+	ow_raw(w, LIT(",\"prompt_eval_count\":"));
+	ow_int(w, (long long)st->prompt_eval_count);
+	ow_raw(w, LIT(",\"prompt_eval_duration\":"));
+	ow_int(w, st->prompt_eval_ns);
+	ow_raw(w, LIT(",\"eval_count\":"));
+	ow_int(w, (long long)st->eval_count);
+	ow_raw(w, LIT(",\"eval_duration\":"));
+	ow_int(w, st->eval_ns);
+}
+
+enum ts_err
+ollama_encode_final(struct ts_buf *b, const struct ollama_meta *m,
+    int64_t now_ns, const char *text, size_t len,
+    const struct ollama_call *calls, size_t n,
+    const struct ollama_stats *st)
+{
+	const char *reason = ollama_done_name(st->done);
+	struct ow w;
+
+	ow_begin(&w, b);
+	open_obj(&w, m, now_ns);
+	if (m->kind == OLLAMA_CHAT) {
+		message(&w, text, len, calls, n);
+		ow_raw(&w, LIT(",\"done_reason\":\""));
+		ow_raw(&w, reason, strlen(reason));
+		ow_raw(&w, LIT("\",\"done\":true"));
+	} else {
+		ow_raw(&w, LIT("\"response\":"));
+		ow_str(&w, text, len);
+		ow_raw(&w, LIT(",\"done\":true,\"done_reason\":\""));
+		ow_raw(&w, reason, strlen(reason));
+		ow_raw(&w, LIT("\""));
+	}
+	/* a model only loaded reports no metrics (docs/api.md "Load a
+	 * model") */
+	if (st->done != OLLAMA_DONE_LOAD)
+		metrics(&w, st);
+	ow_raw(&w, LIT("}\n"));
+	return ow_end(&w);
+}
+
+enum ts_err
+ollama_error_json(const struct http_error *err, struct ts_buf *b)
+{
+	size_t len = strlen(err->message);
+	struct ow w;
+
+	ow_begin(&w, b);
+	ow_raw(&w, LIT("{\"error\":"));
+	if (utf8_valid(err->message, len))
+		ow_str(&w, err->message, len);
+	else
+		ow_raw(&w, LIT("\"invalid request\""));
+	ow_raw(&w, LIT("}"));
+	return ow_end(&w);
+}
+
+/* Dumps o (stolen) compactly onto b. */
+static enum ts_err
+emit(struct ts_buf *b, json_t *o)
+{
+	size_t n;
+	char *s;
+	enum ts_err rc;
+
+	if (o == NULL)
+		return TS_ENOMEM;
+	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (s == NULL)
+		return TS_ENOMEM;
+	n = strlen(s);
+	rc = ts_buf_append(b, s, n);
+	free(s);
+	return rc;
+}
+
+/* name with ":latest" when it has no tag, into out (cap bytes). */
+static const char *
+tagged(const char *name, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s%s", name, strchr(name, ':') != NULL ? "" :
+	    ":latest");
+	return out;
+}
+
+/* 64 hex digits from the name: a stand-in for a blob's sha256. */
+static void
+digest_of(const char *name, char out[65])
+{
+	uint64_t h = rng_seed_of(name, strlen(name));
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(out + 16 * i, 17, "%016llx", (unsigned long long)h);
+		h = rng_mix64(h + (uint64_t)i + 1);
+	}
+}
+
+static json_t *
+details(const struct ollama_model_info *mi)
+{
+	return json_pack("{s:s,s:s,s:s,s:[s],s:s,s:s}", "parent_model", "",
+	    "format", mi->format, "family", mi->family, "families",
+	    mi->family, "parameter_size", mi->parameter_size,
+	    "quantization_level", mi->quantization);
+}
+
+enum ts_err
+ollama_encode_models(struct ts_buf *b, const char *const *names, size_t n,
+    const struct ollama_model_info *mi, int ps, int64_t expires_ns)
+{
+	json_t *arr = json_array(), *o;
+	char name[320], t[48], dg[65];
+	size_t k;
+
+	if (arr == NULL)
+		return TS_ENOMEM;
+	for (k = 0; k < n; k++) {
+		tagged(names[k], name, sizeof(name));
+		digest_of(names[k], dg);
+		if (!ps) {
+			(void)ollama_time(mi->modified_ns, t, sizeof(t));
+			o = json_pack("{s:s,s:s,s:s,s:I,s:s,s:o}", "name", name,
+			    "model", name, "modified_at", t, "size",
+			    (json_int_t)mi->size, "digest", dg, "details",
+			    details(mi));
+		} else {
+			(void)ollama_time(expires_ns, t, sizeof(t));
+			o = json_pack("{s:s,s:s,s:I,s:s,s:o,s:s,s:I,s:I}",
+			    "name", name, "model", name, "size",
+			    (json_int_t)mi->size, "digest", dg, "details",
+			    details(mi), "expires_at", t, "size_vram",
+			    (json_int_t)0, "context_length",
+			    (json_int_t)mi->context_length);
+		}
+		if (o == NULL || json_array_append_new(arr, o) != 0) {
+			json_decref(arr);
+			return TS_ENOMEM;
+		}
+	}
+	return emit(b, json_pack("{s:o}", "models", arr));
+}
+
+enum ts_err
+ollama_encode_show(struct ts_buf *b, const char *name,
+    const struct ollama_model_info *mi)
+{
+	char t[48], key[96], modelfile[512];
+	json_t *info;
+
+	(void)ollama_time(mi->modified_ns, t, sizeof(t));
+	snprintf(key, sizeof(key), "%s.context_length", mi->family);
+	snprintf(modelfile, sizeof(modelfile), "# tokstream serves %s with "
+	    "its %s backend\nFROM %s\n", name, mi->family, name);
+	info = json_pack("{s:s,s:I,s:I}", "general.architecture", mi->family,
+	    "general.parameter_count", (json_int_t)0, key,
+	    (json_int_t)mi->context_length);
+	return emit(b, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:[s,s],s:s}",
+	    "license", "", "modelfile", modelfile, "parameters", "",
+	    "template", mi->template_text, "details", details(mi),
+	    "model_info", info, "capabilities", "completion", "tools",
+	    "modified_at", t));
+}
+
+enum ts_err
+ollama_encode_version(struct ts_buf *b, const char *version)
+{
+	return emit(b, json_pack("{s:s}", "version", version));
+}
