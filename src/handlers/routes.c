@@ -13,6 +13,7 @@
 #include "handlers/lab.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
+#include "handlers/tokenize.h"
 #include "handlers/v1.h"
 
 /* The methods of an endpoint: GET includes HEAD (RFC 9110 section 9.1),
@@ -24,6 +25,7 @@ enum endpoint_id {
 	EP_STREAM, EP_GENERATE, EP_HEALTH,
 	EP_COMPLETIONS, EP_CHAT, EP_RESPONSES, EP_MODELS, EP_MODEL,
 	EP_DEBUG, EP_METRICS,
+	EP_TOKENIZE, EP_DETOKENIZE,
 	EP_NONE
 };
 
@@ -48,7 +50,22 @@ static const struct endpoint endpoints[] = {
 	{ "/v1/models/", EP_MODEL, M_GET, 1, 0 },
 	{ "/_debug/generated", EP_DEBUG, M_GET, 0, 1 },
 	{ "/metrics", EP_METRICS, M_GET, 0, 1 },
+	/* vLLM's, beside /v1 (vllm/entrypoints/serve/tokenize/) */
+	{ "/tokenize", EP_TOKENIZE, M_POST, 0, 0 },
+	{ "/detokenize", EP_DETOKENIZE, M_POST, 0, 0 },
 };
+
+/* 1 for a path whose answers are in the OpenAI shape: /v1/ and vLLM's
+ * tokenizer endpoints. */
+static int
+openai_path(const char *uri)
+{
+	size_t plen = strcspn(uri, "?");
+
+	return strncmp(uri, "/v1/", 4) == 0 ||
+	    (plen == 9 && memcmp(uri, "/tokenize", 9) == 0) ||
+	    (plen == 11 && memcmp(uri, "/detokenize", 11) == 0);
+}
 
 /* The endpoint at path (uri, plen), or NULL. */
 static const struct endpoint *
@@ -129,7 +146,7 @@ not_allowed(struct reply *c, const struct endpoint *e, const char *method,
 	    method, (int)(plen > 128 ? 128 : plen), uri,
 	    e->methods == M_POST ? "POST" : "GET or HEAD");
 	snprintf(allow, sizeof(allow), "Allow: %s\r\n", allow_of(e->methods));
-	if (strncmp(uri, "/v1/", 4) == 0)
+	if (openai_path(uri))
 		reply_error_v1(c, &err, allow, 0);
 	else
 		reply_error(c, &err, allow, 0);
@@ -182,7 +199,8 @@ key_needed(const struct options *o, const struct endpoint *e,
 {
 	if (o->api_key == NULL || strcmp(method, "OPTIONS") == 0)
 		return 0;
-	if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0)
+	if ((plen >= 4 && memcmp(uri, "/v1/", 4) == 0) || (e != NULL &&
+	    (e->id == EP_TOKENIZE || e->id == EP_DETOKENIZE)))
 		return 1;
 	return e != NULL && !o->open_lab &&
 	    (e->id == EP_STREAM || e->id == EP_GENERATE);
@@ -213,7 +231,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    "responder twice in one 64 KiB FastCGI record); send "
 		    "long prompts with POST /generate or the /v1 endpoints",
 		    strlen(uri + plen) - 1, HTTP_MAX_QUERY_BYTES);
-		if (strncmp(uri, "/v1/", 4) == 0)
+		if (openai_path(uri))
 			reply_error_v1(c, &err, NULL, 0);
 		else
 			reply_error(c, &err, NULL, 0);
@@ -231,7 +249,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    conn_param(conn, "HTTP_AUTHORIZATION")[0] == '\0' ?
 		    "You didn't provide an API key" :
 		    "Incorrect API key provided");
-		if (strncmp(uri, "/v1/", 4) == 0)
+		if (openai_path(uri))
 			reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n",
 			    0);
 		else
@@ -274,7 +292,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 	if (atomic_load(&srv->stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
-		if (strncmp(uri, "/v1/", 4) == 0)
+		if (openai_path(uri))
 			reply_error_v1(c, &err, "Retry-After: 1\r\n", 0);
 		else
 			reply_error(c, &err, "Retry-After: 1\r\n", 0);
@@ -294,6 +312,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		break;
 	case EP_DEBUG: debug_generated(srv, c); break;
 	case EP_METRICS: debug_metrics(srv, c); break;
+	case EP_TOKENIZE: tokenize_answer(srv, c); break;
+	case EP_DETOKENIZE: detokenize_answer(srv, c); break;
 	case EP_PAGE:
 	case EP_NONE:
 		break;

@@ -50,9 +50,15 @@ chat_marker(struct ts_buf *out, const char *name)
 	return rc;
 }
 
-enum ts_err
-chat_render(const struct chat_msg *msgs, size_t n,
-    struct ts_buf *out)
+/*
+ * chat_render with the generation prompt optional (gen 0: none) and, with
+ * open_last, the last message left open: its content without the newline
+ * that ends a turn, so the model continues it (vLLM's
+ * continue_final_message). On error out is as it was.
+ */
+static enum ts_err
+chat_render_opts(const struct chat_msg *msgs, size_t n, int gen,
+    int open_last, struct ts_buf *out)
 {
 	size_t start = out->len, i;
 	const char *name;
@@ -67,10 +73,10 @@ chat_render(const struct chat_msg *msgs, size_t n,
 		rc = chat_marker(out, name);
 		if (rc == TS_OK && msgs[i].len > 0)
 			rc = ts_buf_append(out, msgs[i].content, msgs[i].len);
-		if (rc == TS_OK)
+		if (rc == TS_OK && !(open_last && i + 1 == n))
 			rc = ts_buf_append(out, "\n", 1);
 	}
-	if (rc == TS_OK)
+	if (rc == TS_OK && gen)
 		rc = chat_marker(out,
 		    chat_role_name(CHAT_ROLE_ASSISTANT));
 	if (rc != TS_OK) {
@@ -82,7 +88,21 @@ chat_render(const struct chat_msg *msgs, size_t n,
 }
 
 enum ts_err
+chat_render(const struct chat_msg *msgs, size_t n,
+    struct ts_buf *out)
+{
+	return chat_render_opts(msgs, n, 1, 0, out);
+}
+
+enum ts_err
 openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
+{
+	return openai_chat_prompt_opts(req, 1, 0, b);
+}
+
+enum ts_err
+openai_chat_prompt_opts(const struct openai_request *req, int gen,
+    int open_last, struct ts_buf *b)
 {
 	struct chat_msg *msgs;
 	enum ts_err rc;
@@ -108,7 +128,8 @@ openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
 	    TS_OK || ts_buf_append(b, "\n", 1) != TS_OK))
 		rc = TS_ELIMIT;
 	if (rc == TS_OK)
-		rc = chat_render(msgs, req->n_messages, b);
+		rc = chat_render_opts(msgs, req->n_messages, gen, open_last,
+		    b);
 	if (rc != TS_OK)
 		b->len = mark;
 	free(msgs);
