@@ -79,6 +79,11 @@ struct engine_seq {
 	int64_t cancel_ns;
 	int64_t due;                    /* timer: prefill end, own step */
 	int64_t leave_ns;
+	/* when it took a slot, and its first and last tokens (vLLM's
+	 * scheduled, first_token and last_token timestamps), for the
+	 * on_finish hook; valid once the has_ flag is set */
+	int64_t admit_ns, first_ns, last_ns;
+	int has_admit, has_first;
 	uint32_t slot_idx, heap_idx, batch_idx;
 	int relay_held, engine_held;
 	_Atomic uint32_t produced;
@@ -431,6 +436,11 @@ seq_finalize(struct engine *e, struct engine_seq *s)
 	o.leave_ns = s->cancel && s->leave_ns > s->cancel_ns ?
 	    s->leave_ns - s->cancel_ns : 0;
 	o.cause = s->cancel ? s->cause : ENGINE_CAUSE_NONE;
+	o.prompt_tokens = s->req.prompt_tokens;
+	o.generated = atomic_load(&s->generated);
+	o.prefill_ns = s->has_admit && s->has_first ? s->first_ns -
+	    s->admit_ns : -1;
+	o.decode_ns = s->has_first ? s->last_ns - s->first_ns : -1;
 	if (atomic_load(&s->finish) == ENGINE_FINISH_SHUTDOWN)
 		o.cause = ENGINE_CAUSE_SHUTDOWN;
 	if (e->hooks.on_finish != NULL)
@@ -690,6 +700,8 @@ admit(struct engine *e, int64_t now)
 		    engine_jitter_ns(&e->jitter, e->cfg.jitter_prefill_ms));
 		heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
+		s->admit_ns = now;
+		s->has_admit = 1;
 		news(e, s);
 		if (e->hooks.on_admit != NULL)
 			e->hooks.on_admit(e->hooks.ctx, s->id,
@@ -758,6 +770,11 @@ forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 			seq_finish(e, s, ENGINE_FINISH_ERROR, *t);
 			continue;
 		}
+		if (!s->has_first) {
+			s->first_ns = *t;
+			s->has_first = 1;
+		}
+		s->last_ns = *t;
 		f = seq_publish(e, s, e->step_ids[m++]);
 		if (f != ENGINE_FINISH_NONE) {
 			seq_finish(e, s, f, *t);
