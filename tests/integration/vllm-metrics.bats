@@ -95,7 +95,7 @@ m() {
 	echo "samples $samples, with model_name $labelled"
 	[ "$samples" -gt 100 ]
 	[ "$samples" = "$labelled" ]
-	! grep -q '^tokstream:' "$BATS_TEST_TMPDIR/m"
+	[ -z "$(grep '^tokstream:' "$BATS_TEST_TMPDIR/m")" ]
 	# request_success_total has vLLM's finish reasons
 	for r in stop length abort; do
 		[ -n "$(m request_success_total "finished_reason=\"$r\"")" ]
@@ -173,4 +173,29 @@ m() {
 	run "$TS_BUILDDIR/src/tokstream-fcgi" --metrics-prefix prom --help
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--metrics-prefix is tokstream or vllm"* ]]
+}
+
+# yaml_block N: the Nth ```yaml block of OPERATIONS.md's "vLLM's metric
+# names" section
+yaml_block() {
+	awk -v want="$1" '
+		/^## / { in_sec = ($0 == "## vLLM'"'"'s metric names") }
+		in_sec && /^```yaml$/ { n++; if (n == want) { on = 1; next } }
+		on && /^```$/ { exit }
+		on { print }
+	' "$TS_SRCDIR/docs/OPERATIONS.md"
+}
+
+@test "OPERATIONS.md's relabel config and recording rules pass promtool" {
+	need_command promtool prometheus
+	yaml_block 1 >"$BATS_TEST_TMPDIR/prometheus.yml"
+	yaml_block 2 >"$BATS_TEST_TMPDIR/rules.yml"
+	grep -q 'replacement: "vllm:$1"' "$BATS_TEST_TMPDIR/prometheus.yml"
+	grep -q 'record: vllm:time_per_output_token_seconds_bucket' "$BATS_TEST_TMPDIR/rules.yml"
+	run promtool check config --syntax-only "$BATS_TEST_TMPDIR/prometheus.yml"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run promtool check rules "$BATS_TEST_TMPDIR/rules.yml"
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
