@@ -187,8 +187,11 @@ model_at(struct server *srv, struct reply *c, const char *id, size_t len)
 
 /*
  * 1 when the request must carry the API key (--api-key): any method but
- * OPTIONS on a /v1/ path, known or not, and on the lab endpoints that
- * generate (/stream, /generate) unless --open-lab-endpoints. A CORS
+ * OPTIONS on a /v1/ path, known or not, on vLLM's /tokenize and
+ * /detokenize (vLLM's AuthenticationMiddleware, server_utils.py, checks
+ * /v1 paths only and leaves them open; here they cost work as /v1 does,
+ * so they take its rule), and on the lab endpoints that generate
+ * (/stream, /generate) unless --open-lab-endpoints. A CORS
  * preflight passes: a browser sends it without credentials (Fetch
  * standard, "CORS-preflight request"). /health, /metrics, /_debug/ and
  * the demo page never need the key.
