@@ -107,6 +107,11 @@ struct engine_backend {
 				       * finish_reason "stop"; UINT32_MAX:
 				       * unused */
 	uint32_t max_token_bytes;     /* longest text of one token, bytes */
+	int bos_first;                /* tokenize and count_tokens start
+				       * every prompt with one BOS token (a
+				       * special token: /tokenize's
+				       * add_special_tokens false drops
+				       * it); 0: no special tokens */
 	uint32_t vocab_size;          /* ids 0..vocab_size - 1 and eos_ids
 				       * are every id step and logprobs
 				       * give (their texts bound the size
@@ -150,9 +155,11 @@ struct engine_backend {
 	void (*logprobs)(void *impl, void *seq, uint32_t id, uint32_t k,
 	    struct engine_logprob *out);
 	/* Optional (NULL: the engine's prefix-cache model is off for this
-	 * backend). The ids of (prompt, len) for model `model` as seq_start
-	 * would take them: writes up to cap of them to ids and returns how
-	 * many there are (all, even beyond cap). Any thread. */
+	 * backend, and POST /tokenize answers 501). The ids of (prompt,
+	 * len) for model `model` as seq_start would take them, as many as
+	 * count_tokens counts when it fits: writes up to cap of them to ids
+	 * and returns how many there are (all, even beyond cap). Any
+	 * thread. */
 	size_t (*tokenize)(void *impl, uint32_t model, const char *prompt,
 	    size_t len, uint32_t *ids, size_t cap);
 	/* Frees a sequence (accepts NULL). */

@@ -79,6 +79,13 @@ struct engine_seq {
 	int64_t cancel_ns;
 	int64_t due;                    /* timer: prefill end, own step */
 	int64_t leave_ns;
+	/* when it took a slot, and its first and last tokens (vLLM's
+	 * scheduled, first_token and last_token timestamps), for the
+	 * on_finish hook: admit_ns and first_ns (below, read by
+	 * engine_seq_view too) are valid once the has_ flag is set, which
+	 * only the engine thread reads */
+	int64_t last_ns;
+	int has_admit, has_first;
 	uint32_t slot_idx, heap_idx, batch_idx;
 	int relay_held, engine_held;
 	_Atomic uint32_t produced;
@@ -433,6 +440,13 @@ seq_finalize(struct engine *e, struct engine_seq *s)
 	o.leave_ns = s->cancel && s->leave_ns > s->cancel_ns ?
 	    s->leave_ns - s->cancel_ns : 0;
 	o.cause = s->cancel ? s->cause : ENGINE_CAUSE_NONE;
+	o.prompt_tokens = s->req.prompt_tokens;
+	o.generated = atomic_load(&s->generated);
+	o.prefill_ns = s->has_admit && s->has_first ?
+	    atomic_load_explicit(&s->first_ns, memory_order_relaxed) -
+	    atomic_load_explicit(&s->admit_ns, memory_order_relaxed) : -1;
+	o.decode_ns = s->has_first ? s->last_ns -
+	    atomic_load_explicit(&s->first_ns, memory_order_relaxed) : -1;
 	if (atomic_load(&s->finish) == ENGINE_FINISH_SHUTDOWN)
 		o.cause = ENGINE_CAUSE_SHUTDOWN;
 	if (e->hooks.on_finish != NULL)
@@ -692,6 +706,7 @@ admit(struct engine *e, int64_t now)
 		    engine_jitter_ns(&e->jitter, e->cfg.jitter_prefill_ms));
 		heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
+		s->has_admit = 1;
 		news(e, s);
 		atomic_store_explicit(&s->admit_ns, now,
 		    memory_order_relaxed);
@@ -762,10 +777,12 @@ forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 			seq_finish(e, s, ENGINE_FINISH_ERROR, *t);
 			continue;
 		}
-		if (atomic_load_explicit(&s->first_ns,
-		    memory_order_relaxed) == 0)
+		if (!s->has_first) {
 			atomic_store_explicit(&s->first_ns, *t,
 			    memory_order_relaxed);
+			s->has_first = 1;
+		}
+		s->last_ns = *t;
 		f = seq_publish(e, s, e->step_ids[m++]);
 		if (f != ENGINE_FINISH_NONE) {
 			seq_finish(e, s, f, *t);

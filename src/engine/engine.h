@@ -213,6 +213,16 @@ struct engine_outcome {
 	uint32_t wasted;            /* produced but never delivered */
 	int64_t leave_ns;           /* cancel -> left the batch; 0 if not
 				     * cancelled */
+	/* for the request-level metrics (vLLM's FinishedRequestStats,
+	 * vllm/v1/metrics/stats.py): */
+	uint64_t prompt_tokens;     /* engine_request.prompt_tokens */
+	uint32_t generated;         /* tokens the engine made, EOS
+				     * included (usage.completion_tokens) */
+	int64_t prefill_ns;         /* slot taken -> first token, in the
+				     * engine's clock; -1: it had no first
+				     * token after a slot */
+	int64_t decode_ns;          /* first token -> last token; -1: no
+				     * token */
 };
 
 /*

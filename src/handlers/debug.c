@@ -364,18 +364,24 @@ debug_check_instance(struct server *srv, struct reply *rp)
 
 /* On a named server, the series that says which backend answered. */
 static enum ts_err
-debug_render_instance(struct server *srv, struct ts_buf *b)
+debug_render_instance(struct server *srv, const struct metrics_dialect *d,
+    struct ts_buf *b)
 {
-	char line[256];
+	char line[1024], model[600];
 	int n;
 
 	if (srv->opt->instance_name == NULL)
 		return TS_OK;
-	n = snprintf(line, sizeof(line), "# HELP tokstream:backend_info "
+	/* in vLLM's dialect every series carries model_name */
+	model[0] = '\0';
+	if (d->model_name != NULL && metrics_label(model, sizeof(model) - 1,
+	    "model_name", d->model_name) > 0)
+		strcat(model, ",");
+	n = snprintf(line, sizeof(line), "# HELP %s:backend_info "
 	    "This backend's --instance name (docs/OPERATIONS.md \"Several "
-	    "hosts\").\n# TYPE tokstream:backend_info gauge\n"
-	    "tokstream:backend_info{tokstream_instance=\"%s\"} 1\n",
-	    srv->opt->instance_name);
+	    "hosts\").\n# TYPE %s:backend_info gauge\n"
+	    "%s:backend_info{%stokstream_instance=\"%s\"} 1\n", d->prefix,
+	    d->prefix, d->prefix, model, srv->opt->instance_name);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return TS_ELIMIT;
 	return ts_buf_append(b, line, (size_t)n);
@@ -389,6 +395,7 @@ debug_render_instance(struct server *srv, struct ts_buf *b)
 void
 debug_metrics(struct server *srv, struct reply *rp)
 {
+	struct metrics_dialect d;
 	struct http_error err;
 	struct ts_buf b;
 
@@ -398,9 +405,13 @@ debug_metrics(struct server *srv, struct reply *rp)
 	}
 	if (debug_check_instance(srv, rp) != 0)
 		return;
+	/* --metrics-prefix: tokstream's names, or vLLM's (model_name the
+	 * served model's first name, as vLLM's --served-model-name) */
+	metrics_dialect_of(&d, srv->opt->metrics_prefix,
+	    server_model_name(srv));
 	ts_buf_init(&b, 1u << 20);
-	if (srv->metrics == NULL || metrics_render(srv->metrics, &b) !=
-	    TS_OK || debug_render_instance(srv, &b) != TS_OK) {
+	if (srv->metrics == NULL || metrics_render_dialect(srv->metrics, &d,
+	    &b) != TS_OK || debug_render_instance(srv, &d, &b) != TS_OK) {
 		http_error_set(&err, 500, "server_error", "metrics_unavailable",
 		    "the metrics could not be rendered");
 		reply_error(rp, &err, NULL, 0);

@@ -109,6 +109,36 @@ status_of(enum engine_finish f)
 	}
 }
 
+/*
+ * The request-level histograms of a sequence that ended, as vLLM
+ * records a finished request (vllm/v1/metrics/loggers.py, from
+ * FinishedRequestStats: prefill = first token - scheduled, decode = last
+ * token - first token, inference = both, TPOT = decode / (tokens - 1),
+ * 0 for one token or none); the times are the engine's, not the
+ * client's (TTFT, ITL and E2E are measured at the relay). Every finish
+ * counts, aborted ones too, as vLLM's; a sequence that never had a token
+ * has no prefill or decode time to record.
+ */
+static void
+record_request_stats(struct metrics *m, const struct engine_outcome *o)
+{
+	metrics_observe_req(m, METRICS_REQ_PROMPT_TOKENS,
+	    (int64_t)o->prompt_tokens);
+	metrics_observe_req(m, METRICS_REQ_GENERATION_TOKENS, o->generated);
+	metrics_observe_req(m, METRICS_REQ_MAX_GENERATION_TOKENS,
+	    o->generated);
+	if (o->decode_ns >= 0)
+		metrics_observe_req(m, METRICS_REQ_DECODE, o->decode_ns);
+	if (o->prefill_ns >= 0) {
+		metrics_observe_req(m, METRICS_REQ_PREFILL, o->prefill_ns);
+		metrics_observe_req(m, METRICS_REQ_INFERENCE, o->prefill_ns +
+		    (o->decode_ns > 0 ? o->decode_ns : 0));
+	}
+	if (o->decode_ns >= 0)
+		metrics_observe_req(m, METRICS_REQ_TPOT, o->generated > 1 ?
+		    o->decode_ns / (int64_t)(o->generated - 1) : 0);
+}
+
 static void
 on_finish(void *ctx, uint64_t id, const struct engine_outcome *o)
 {
@@ -133,6 +163,7 @@ on_finish(void *ctx, uint64_t id, const struct engine_outcome *o)
 		state_end(rc->state, id, status_of(o->finish));
 	}
 	metrics_add(rc->metrics, METRICS_WASTED_TOKENS, o->wasted);
+	record_request_stats(rc->metrics, o);
 	switch (o->finish) {
 	case ENGINE_FINISH_LENGTH:
 		metrics_finished(rc->metrics, METRICS_LENGTH);

@@ -14,6 +14,7 @@
 #include "handlers/ollama.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
+#include "handlers/tokenize.h"
 #include "handlers/v1.h"
 
 /* The methods of an endpoint: GET includes HEAD (RFC 9110 section 9.1),
@@ -27,6 +28,7 @@ enum endpoint_id {
 	EP_DEBUG, EP_METRICS,
 	EP_OLLAMA_CHAT, EP_OLLAMA_GENERATE, EP_OLLAMA_TAGS, EP_OLLAMA_PS,
 	EP_OLLAMA_SHOW, EP_OLLAMA_VERSION,
+	EP_TOKENIZE, EP_DETOKENIZE,
 	EP_NONE
 };
 
@@ -57,7 +59,22 @@ static const struct endpoint endpoints[] = {
 	{ "/api/ps", EP_OLLAMA_PS, M_GET, 0, 0 },
 	{ "/api/show", EP_OLLAMA_SHOW, M_POST, 0, 0 },
 	{ "/api/version", EP_OLLAMA_VERSION, M_GET, 0, 0 },
+	/* vLLM's, beside /v1 (vllm/entrypoints/serve/tokenize/) */
+	{ "/tokenize", EP_TOKENIZE, M_POST, 0, 0 },
+	{ "/detokenize", EP_DETOKENIZE, M_POST, 0, 0 },
 };
+
+/* 1 for a path whose answers are in the OpenAI shape: /v1/ and vLLM's
+ * tokenizer endpoints. */
+static int
+openai_path(const char *uri)
+{
+	size_t plen = strcspn(uri, "?");
+
+	return strncmp(uri, "/v1/", 4) == 0 ||
+	    (plen == 9 && memcmp(uri, "/tokenize", 9) == 0) ||
+	    (plen == 11 && memcmp(uri, "/detokenize", 11) == 0);
+}
 
 /* The endpoint at path (uri, plen), or NULL. */
 static const struct endpoint *
@@ -138,7 +155,7 @@ not_allowed(struct reply *c, const struct endpoint *e, const char *method,
 	    method, (int)(plen > 128 ? 128 : plen), uri,
 	    e->methods == M_POST ? "POST" : "GET or HEAD");
 	snprintf(allow, sizeof(allow), "Allow: %s\r\n", allow_of(e->methods));
-	if (strncmp(uri, "/v1/", 4) == 0)
+	if (openai_path(uri))
 		reply_error_v1(c, &err, allow, 0);
 	else if (strncmp(uri, "/api/", 5) == 0)
 		ollama_fail(c, &err, allow);
@@ -181,8 +198,11 @@ model_at(struct server *srv, struct reply *c, const char *id, size_t len)
 
 /*
  * 1 when the request must carry the API key (--api-key): any method but
- * OPTIONS on a /v1/ or /api/ (Ollama's) path, known or not, and on the
- * lab endpoints that generate (/stream, /generate) unless
+ * OPTIONS on a /v1/ or /api/ (Ollama's) path, known or not, on vLLM's
+ * /tokenize and /detokenize (vLLM's AuthenticationMiddleware,
+ * server_utils.py, checks /v1 paths only and leaves them open; here they
+ * cost work as /v1 does, so they take its rule), and on the lab
+ * endpoints that generate (/stream, /generate) unless
  * --open-lab-endpoints. A CORS preflight passes: a browser sends it
  * without credentials (Fetch standard, "CORS-preflight request").
  * /health, /metrics, /_debug/ and the demo page never need the key.
@@ -194,7 +214,8 @@ key_needed(const struct options *o, const struct endpoint *e,
 	if (o->api_key == NULL || strcmp(method, "OPTIONS") == 0)
 		return 0;
 	if ((plen >= 4 && memcmp(uri, "/v1/", 4) == 0) ||
-	    (plen >= 5 && memcmp(uri, "/api/", 5) == 0))
+	    (plen >= 5 && memcmp(uri, "/api/", 5) == 0) || (e != NULL &&
+	    (e->id == EP_TOKENIZE || e->id == EP_DETOKENIZE)))
 		return 1;
 	return e != NULL && !o->open_lab &&
 	    (e->id == EP_STREAM || e->id == EP_GENERATE);
@@ -225,7 +246,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    "responder twice in one 64 KiB FastCGI record); send "
 		    "long prompts with POST /generate or the /v1 endpoints",
 		    strlen(uri + plen) - 1, HTTP_MAX_QUERY_BYTES);
-		if (strncmp(uri, "/v1/", 4) == 0)
+		if (openai_path(uri))
 			reply_error_v1(c, &err, NULL, 0);
 		else if (strncmp(uri, "/api/", 5) == 0)
 			ollama_fail(c, &err, NULL);
@@ -245,7 +266,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    conn_param(conn, "HTTP_AUTHORIZATION")[0] == '\0' ?
 		    "You didn't provide an API key" :
 		    "Incorrect API key provided");
-		if (strncmp(uri, "/v1/", 4) == 0)
+		if (openai_path(uri))
 			reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n",
 			    0);
 		else if (strncmp(uri, "/api/", 5) == 0)
@@ -297,7 +318,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 	if (atomic_load(&srv->stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
-		if (strncmp(uri, "/v1/", 4) == 0)
+		if (openai_path(uri))
 			reply_error_v1(c, &err, "Retry-After: 1\r\n", 0);
 		else if (strncmp(uri, "/api/", 5) == 0)
 			ollama_fail(c, &err, "Retry-After: 1\r\n");
@@ -326,6 +347,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 	case EP_OLLAMA_PS: ollama_models(srv, c, 1); break;
 	case EP_OLLAMA_SHOW: ollama_show(srv, c); break;
 	case EP_OLLAMA_VERSION: ollama_version(srv, c); break;
+	case EP_TOKENIZE: tokenize_answer(srv, c); break;
+	case EP_DETOKENIZE: detokenize_answer(srv, c); break;
 	case EP_PAGE:
 	case EP_NONE:
 		break;

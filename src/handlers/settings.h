@@ -76,6 +76,10 @@ struct options {
 	 * hosts"); packed as resume.h's instance names, 0 = none */
 	uint64_t instance;
 	const char *instance_name;   /* NULL when unnamed */
+	/* --metrics-prefix: "tokstream" (the default) or "vllm", the names
+	 * and labels of GET /metrics (stores/metrics.h, struct
+	 * metrics_dialect) */
+	const char *metrics_prefix;
 	char id_prefix[16];          /* "NAME-", or "" when unnamed */
 };
 

@@ -350,6 +350,26 @@ backend_count_tokens(void *impl, uint32_t model, const char *prompt,
 	return k > mb->ctx ? TS_ELIMIT : TS_OK;
 }
 
+/* The ids count_tokens counts (BOS, then the text's), for POST
+ * /tokenize; on a failure to encode, none. Not the prefix cache's: the
+ * engine prices no physical backend's prefill. */
+static size_t
+backend_tokenize(void *impl, uint32_t model, const char *prompt,
+    size_t len, uint32_t *ids, size_t cap)
+{
+	struct model_backend *mb = impl;
+	uint32_t *all;
+	size_t k;
+
+	(void)model;
+	if (tokenizer_encode(mb->tok, prompt, len, 1, 0, &all, &k) != TS_OK)
+		return 0;
+	if (ids != NULL)
+		memcpy(ids, all, (k < cap ? k : cap) * sizeof(*ids));
+	free(all);
+	return k;
+}
+
 static uint32_t
 backend_context_len(void *impl)
 {
@@ -469,6 +489,8 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->seq_free = backend_seq_free;
 	out->logprobs = backend_logprobs;
 	out->count_tokens = backend_count_tokens;
+	out->tokenize = backend_tokenize;
+	out->bos_first = 1;
 	out->context_len = backend_context_len;
 	out->describe = backend_describe;
 	out->close = backend_close;

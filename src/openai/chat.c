@@ -10,6 +10,13 @@
 enum ts_err
 openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
 {
+	return openai_chat_prompt_opts(req, 1, 0, b);
+}
+
+enum ts_err
+openai_chat_prompt_opts(const struct openai_request *req, int gen,
+    int open_last, struct ts_buf *b)
+{
 	struct chat_msg *msgs;
 	enum ts_err rc;
 	size_t i, mark;
@@ -33,7 +40,8 @@ openai_chat_prompt(const struct openai_request *req, struct ts_buf *b)
 	    strlen(req->tools_json), b) != TS_OK)
 		rc = TS_ELIMIT;
 	if (rc == TS_OK)
-		rc = chat_render(msgs, req->n_messages, b);
+		rc = chat_render_opts(msgs, req->n_messages, gen, open_last,
+		    b);
 	if (rc != TS_OK)
 		b->len = mark;
 	free(msgs);

@@ -26,4 +26,14 @@
 enum ts_err openai_chat_prompt(const struct openai_request *req,
     struct ts_buf *b);
 
+/*
+ * openai_chat_prompt with the options of vLLM's TokenizeChatRequest
+ * (vllm/entrypoints/serve/tokenize/protocol.py): gen 0 leaves out the
+ * generation prompt (add_generation_prompt false), open_last 1 leaves the
+ * last message open, without the newline that ends its turn
+ * (continue_final_message). openai_chat_prompt is (gen 1, open_last 0).
+ */
+enum ts_err openai_chat_prompt_opts(const struct openai_request *req,
+    int gen, int open_last, struct ts_buf *b);
+
 #endif /* TS_OPENAI_CHAT_H */

@@ -810,3 +810,63 @@ openai_encode_model(struct ts_buf *b, const struct openai_model_info *m)
 {
 	return emit(b, model_json(m));
 }
+
+/* ---- vLLM's tokenizer endpoints ----------------------------------------- */
+
+enum ts_err
+openai_encode_tokenize(struct ts_buf *b, const struct openai_tokens *t)
+{
+	struct jw w;
+	size_t i, len;
+	const char *p;
+
+	jw_begin(&w, b);
+	JW_LIT(&w, "{\"count\":");
+	jw_int(&w, (long long)t->n);
+	JW_LIT(&w, ",\"max_model_len\":");
+	jw_int(&w, (long long)t->max_model_len);
+	JW_LIT(&w, ",\"tokens\":[");
+	for (i = 0; i < t->n && w.rc == TS_OK; i++) {
+		if (i > 0)
+			JW_LIT(&w, ",");
+		jw_int(&w, (long long)t->ids[i]);
+	}
+	JW_LIT(&w, "],\"token_strs\":");
+	if (t->text == NULL) {
+		JW_LIT(&w, "null");
+	} else {
+		JW_LIT(&w, "[");
+		for (i = 0; i < t->n && w.rc == TS_OK; i++) {
+			if (i > 0)
+				JW_LIT(&w, ",");
+			p = t->text(t->ctx, t->ids[i], &len);
+			token_string(&w, p != NULL ? p : "", p != NULL ? len :
+			    0);
+		}
+		JW_LIT(&w, "]");
+	}
+	JW_LIT(&w, "}");
+	return jw_end(&w);
+}
+
+size_t
+openai_tokenize_bound(size_t n, size_t text_bytes, int strs)
+{
+	/* per id "4294967295,"; per string its quotes and comma, its text
+	 * escaped (6 bytes a byte at most: \u00XX), or the bytes: form of a
+	 * text that is not UTF-8 (6 + 64 x 5 bytes at most, escaped) */
+	return 64 + n * 11 + (strs ? n * (3 + 6 + 64 * 5) + 6 * text_bytes :
+	    0);
+}
+
+enum ts_err
+openai_encode_detokenize(struct ts_buf *b, const char *text, size_t len)
+{
+	struct jw w;
+
+	jw_begin(&w, b);
+	JW_LIT(&w, "{\"prompt\":");
+	jw_str(&w, text, len);
+	JW_LIT(&w, "}");
+	return jw_end(&w);
+}

@@ -258,4 +258,38 @@ enum ts_err openai_encode_models(struct ts_buf *b,
 enum ts_err openai_encode_model(struct ts_buf *b,
     const struct openai_model_info *m);
 
+/*
+ * The ids of a prompt for POST /tokenize: n ids, the context length, and
+ * (text NULL: not asked) the text of each id, borrowed while encoding.
+ */
+struct openai_tokens {
+	const uint32_t *ids;
+	size_t n;
+	uint64_t max_model_len;
+	const char *(*text)(void *ctx, uint32_t id, size_t *len);
+	void *ctx;
+};
+
+/*
+ * POST /tokenize's answer, vLLM's TokenizeResponse
+ * (vllm/entrypoints/serve/tokenize/protocol.py; before its move,
+ * vllm/entrypoints/openai/protocol.py): {"count","max_model_len",
+ * "tokens":[ids],"token_strs":[strings] or null}, token_strs null when
+ * not asked, as vLLM's model_dump() writes the unset field. A token's
+ * text that is not UTF-8 (a byte token of a character cut in two) is
+ * written in the "bytes:\xNN" form the logprobs use. No trailing
+ * newline; TS_ELIMIT when b is full.
+ */
+enum ts_err openai_encode_tokenize(struct ts_buf *b,
+    const struct openai_tokens *t);
+
+/* The most bytes openai_encode_tokenize writes for n ids whose texts are
+ * text_bytes long in all, with token_strs (strs 1) or without. */
+size_t openai_tokenize_bound(size_t n, size_t text_bytes, int strs);
+
+/* POST /detokenize's answer, vLLM's DetokenizeResponse: {"prompt":text}.
+ * TS_EINVAL when (text, len) is not UTF-8; TS_ELIMIT when b is full. */
+enum ts_err openai_encode_detokenize(struct ts_buf *b, const char *text,
+    size_t len);
+
 #endif /* TS_OPENAI_ENCODE_H */

@@ -75,8 +75,8 @@ chat_render_tools(const char *json, size_t len, struct ts_buf *out)
 }
 
 enum ts_err
-chat_render(const struct chat_msg *msgs, size_t n,
-    struct ts_buf *out)
+chat_render_opts(const struct chat_msg *msgs, size_t n, int gen,
+    int open_last, struct ts_buf *out)
 {
 	size_t start = out->len, i;
 	const char *name;
@@ -91,13 +91,20 @@ chat_render(const struct chat_msg *msgs, size_t n,
 		rc = chat_marker(out, name);
 		if (rc == TS_OK && msgs[i].len > 0)
 			rc = ts_buf_append(out, msgs[i].content, msgs[i].len);
-		if (rc == TS_OK)
+		if (rc == TS_OK && !(open_last && i + 1 == n))
 			rc = ts_buf_append(out, "\n", 1);
 	}
-	if (rc == TS_OK)
+	if (rc == TS_OK && gen)
 		rc = chat_marker(out,
 		    chat_role_name(CHAT_ROLE_ASSISTANT));
 	if (rc != TS_OK)
 		chat_undo(out, start);
 	return rc;
+}
+
+enum ts_err
+chat_render(const struct chat_msg *msgs, size_t n,
+    struct ts_buf *out)
+{
+	return chat_render_opts(msgs, n, 1, 0, out);
 }

@@ -76,4 +76,14 @@ enum ts_err chat_render_tools(const char *json, size_t len,
 enum ts_err chat_render(const struct chat_msg *msgs, size_t n,
     struct ts_buf *out);
 
+/*
+ * chat_render with the generation prompt optional (gen 0: none) and, with
+ * open_last 1, the last message left open: its content without the
+ * newline that ends a turn, so the model continues it (vLLM's
+ * continue_final_message, vllm/entrypoints/serve/tokenize/protocol.py).
+ * chat_render is (gen 1, open_last 0). Errors as chat_render's.
+ */
+enum ts_err chat_render_opts(const struct chat_msg *msgs, size_t n, int gen,
+    int open_last, struct ts_buf *out);
+
 #endif /* TS_PROTO_CHAT_H */

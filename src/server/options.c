@@ -100,6 +100,9 @@ options_usage(FILE *f)
 "      --instance NAME          this backend's name among several hosts:\n"
 "                               request ids become NAME-N (1 to 8 of a-z,\n"
 "                               0-9, a letter first; default none)\n"
+"      --metrics-prefix tokstream|vllm  GET /metrics' names: tokstream:*\n"
+"                               (default), or vLLM's vllm:* with its\n"
+"                               model_name label and request histograms\n"
 "      --cors-origin ORIGIN     Access-Control-Allow-Origin of every answer\n"
 "                               but those of /_debug/ and /metrics\n"
 "                               (default *; \"\" = none)\n"
@@ -224,7 +227,7 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
 	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
-	    O_FHEADER, O_PROCS, O_ACCEPTTO };
+	    O_FHEADER, O_PROCS, O_ACCEPTTO, O_MPREFIX };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -266,6 +269,7 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "failure-after", required_argument, NULL, O_FAFTER },
 		{ "failure-seed", required_argument, NULL, O_FSEED },
 		{ "allow-failure-header", no_argument, NULL, O_FHEADER },
+		{ "metrics-prefix", required_argument, NULL, O_MPREFIX },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -294,6 +298,7 @@ options_parse(struct options *o, int argc, char **argv)
 	o->open_lab = 0;
 	o->allow_failure_header = 0;
 	o->backend = "sim";
+	o->metrics_prefix = "tokstream";
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
@@ -409,6 +414,15 @@ options_parse(struct options *o, int argc, char **argv)
 			break;
 		case O_OPENLAB:
 			o->open_lab = 1;
+			break;
+		case O_MPREFIX:
+			if (strcmp(optarg, "tokstream") != 0 &&
+			    strcmp(optarg, "vllm") != 0) {
+				fprintf(stderr, "tokstream-fcgi: --metrics-prefix "
+				    "is tokstream or vllm, not '%s'\n", optarg);
+				exit(2);
+			}
+			o->metrics_prefix = optarg;
 			break;
 		case O_FHEADER:
 			o->allow_failure_header = 1;

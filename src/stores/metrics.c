@@ -28,7 +28,8 @@
 #endif
 
 #define METRICS_MAGIC "TOKMETR1"
-#define METRICS_VERSION 2u
+#define METRICS_VERSION 4u     /* 3 was never released: a test's
+				 * "other version" */
 #define METRICS_CLAIMING ((uint64_t)1 << 32)  /* slot pid word: claiming */
 #define METRICS_PID_MAX 0x7fffffffu
 
@@ -55,6 +56,13 @@ static const uint64_t request_bounds[] = {
 };
 #undef MS
 
+/* Token counts: vLLM's build_1_2_5_buckets (vllm/v1/metrics/loggers.py),
+ * here up to a million whatever the context. */
+static const uint64_t token_bounds[] = {
+	1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000,
+	50000, 100000, 200000, 500000, 1000000
+};
+
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 const struct metrics_bounds metrics_hist_bounds[METRICS_HIST_COUNT] = {
@@ -62,6 +70,20 @@ const struct metrics_bounds metrics_hist_bounds[METRICS_HIST_COUNT] = {
 	[METRICS_ITL] = { itl_bounds, NELEM(itl_bounds) },
 	[METRICS_E2E] = { request_bounds, NELEM(request_bounds) },
 	[METRICS_QUEUE] = { request_bounds, NELEM(request_bounds) },
+};
+
+const struct metrics_bounds metrics_req_bounds[METRICS_REQ_HIST_COUNT] = {
+	[METRICS_REQ_PREFILL] = { request_bounds, NELEM(request_bounds), 0 },
+	[METRICS_REQ_DECODE] = { request_bounds, NELEM(request_bounds), 0 },
+	[METRICS_REQ_INFERENCE] = { request_bounds, NELEM(request_bounds),
+	    0 },
+	[METRICS_REQ_TPOT] = { itl_bounds, NELEM(itl_bounds), 0 },
+	[METRICS_REQ_PROMPT_TOKENS] = { token_bounds, NELEM(token_bounds),
+	    1 },
+	[METRICS_REQ_GENERATION_TOKENS] = { token_bounds,
+	    NELEM(token_bounds), 1 },
+	[METRICS_REQ_MAX_GENERATION_TOKENS] = { token_bounds,
+	    NELEM(token_bounds), 1 },
 };
 
 /*
@@ -85,7 +107,7 @@ layout_hash(void)
 	uint64_t h = RNG_FNV1A_INIT;
 	uint32_t words[] = { METRICS_VERSION, (uint32_t)METRICS_FILE_SIZE,
 		METRICS_HIST_COUNT, METRICS_HIST_WORDS, METRICS_COUNTER_COUNT,
-		METRICS_REASON_COUNT, METRICS_SLOTS };
+		METRICS_REASON_COUNT, METRICS_SLOTS, METRICS_REQ_HIST_COUNT };
 	unsigned i;
 
 	h = rng_fnv1a(h, words, sizeof(words));
@@ -94,6 +116,12 @@ layout_hash(void)
 		    sizeof(metrics_hist_bounds[i].n));
 		h = rng_fnv1a(h, metrics_hist_bounds[i].ns,
 		    metrics_hist_bounds[i].n * sizeof(uint64_t));
+	}
+	for (i = 0; i < METRICS_REQ_HIST_COUNT; i++) {
+		h = rng_fnv1a(h, &metrics_req_bounds[i].n,
+		    sizeof(metrics_req_bounds[i].n));
+		h = rng_fnv1a(h, metrics_req_bounds[i].ns,
+		    metrics_req_bounds[i].n * sizeof(uint64_t));
 	}
 	return h;
 }
@@ -441,6 +469,27 @@ metrics_observe(struct metrics *m, enum metrics_hist h, int64_t ns)
 	atomic_fetch_add_explicit(&m->f->hist[h][i], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&m->f->hist[h][METRICS_SUM_WORD],
 	    (v + 500) / 1000, memory_order_relaxed);
+}
+
+void
+metrics_observe_req(struct metrics *m, enum metrics_req_hist h, int64_t v)
+{
+	const struct metrics_bounds *d;
+	uint64_t u;
+	unsigned i;
+
+	if (m == NULL || (unsigned)h >= METRICS_REQ_HIST_COUNT)
+		return;
+	d = &metrics_req_bounds[h];
+	u = v > 0 ? (uint64_t)v : 0;
+	for (i = 0; i < d->n && u > d->ns[i]; i++)
+		;
+	atomic_fetch_add_explicit(&m->f->req_hist[h][i], 1,
+	    memory_order_relaxed);
+	/* a duration's sum in microseconds, as the others; a count's as
+	 * it is */
+	atomic_fetch_add_explicit(&m->f->req_hist[h][METRICS_SUM_WORD],
+	    d->tokens ? u : (u + 500) / 1000, memory_order_relaxed);
 }
 
 void

@@ -7,10 +7,12 @@
  * fetch-adds; rendering reads a snapshot of each word.
  *
  * Names follow vLLM's (vllm:time_to_first_token_seconds, ...) with the
- * prefix "tokstream:", and so do the bucket bounds, so that dashboards
- * written for vLLM work unchanged.
+ * prefix "tokstream:", and so do the bucket bounds. Rendered in vLLM's
+ * dialect (metrics_render_dialect, --metrics-prefix vllm) the names are
+ * vLLM's exactly, every series carries vLLM's model_name label, and the
+ * request-level histograms vLLM's dashboard reads are added.
  *
- * File format (version 2, host byte order): DIR/metrics, 7424 bytes.
+ * File format (version 4, host byte order): DIR/metrics, 9216 bytes.
  *   header, 64 bytes: magic "TOKMETR1" (8), version u32, header_size u32
  *     (64), file_size u32, hist_count u32, hist_words u32, counter_count
  *     u32, reason_count u32, slot_count u32, layout u64 (FNV-1a 64 of the
@@ -36,6 +38,10 @@
  *     earlier process with the same pid, which its first open releases.
  *     A pid reused by a process that is not a responder keeps the dead
  *     slot counted until that process exits (no start-time check).
+ *   7 request histograms of 32 words (enum metrics_req_hist order), laid
+ *     out as the 4 above; a token-count histogram's bounds are counts and
+ *     its sum word is the sum of the counts. (After the slots, so the
+ *     offsets of everything before are version 2's.)
  * Any change of this layout must change the version or the layout hash.
  *
  * Counters keep counting across restarts of the server (the file stays
@@ -75,6 +81,33 @@ enum metrics_hist {
 	 * (the same buckets as E2E, as vLLM does) */
 	METRICS_QUEUE,
 	METRICS_HIST_COUNT
+};
+
+/*
+ * Request-level histograms, observed once per request when it ends
+ * (metrics_observe_req), as vLLM's FinishedRequestStats
+ * (vllm/v1/metrics/loggers.py): durations in ns with vLLM's request
+ * latency buckets (0.3 s to 7680 s) or ITL buckets (TPOT), token counts
+ * with 1-2-5 buckets from 1 to 1,000,000 (vLLM's build_1_2_5_buckets up
+ * to max_model_len). Rendered in vLLM's dialect only.
+ */
+enum metrics_req_hist {
+	/* request_prefill_time_seconds: slot taken -> first token */
+	METRICS_REQ_PREFILL,
+	/* request_decode_time_seconds: first token -> last token */
+	METRICS_REQ_DECODE,
+	/* request_inference_time_seconds: slot taken -> last token */
+	METRICS_REQ_INFERENCE,
+	/* request_time_per_output_token_seconds: decode time over the
+	 * tokens after the first (0 for a request of one token or none) */
+	METRICS_REQ_TPOT,
+	/* request_prompt_tokens, request_generation_tokens (EOS included)
+	 * and request_max_num_generation_tokens (here each sequence is its
+	 * own request: the same as generation for n = 1) */
+	METRICS_REQ_PROMPT_TOKENS,
+	METRICS_REQ_GENERATION_TOKENS,
+	METRICS_REQ_MAX_GENERATION_TOKENS,
+	METRICS_REQ_HIST_COUNT
 };
 
 /* Counters, each a u64 that only grows (wrapping at 2^64). */
@@ -171,6 +204,11 @@ void metrics_close(struct metrics *m);
 /* Records one observation of ns nanoseconds in histogram h. */
 void metrics_observe(struct metrics *m, enum metrics_hist h, int64_t ns);
 
+/* Records one request-level observation v in h: nanoseconds for a
+ * duration (negative counts as 0), a count for a token histogram. */
+void metrics_observe_req(struct metrics *m, enum metrics_req_hist h,
+    int64_t v);
+
 /* Adds n to counter c. */
 void metrics_add(struct metrics *m, enum metrics_counter c, uint64_t n);
 
@@ -201,7 +239,45 @@ void metrics_gauge_add(struct metrics *m, enum metrics_gauge g,
  * the number of live slots. Returns TS_OK, TS_ELIMIT when out's size
  * limit is reached (out is then as it was), TS_EINVAL if m is NULL.
  * About 8 KiB. (metrics_prom.c; the rest of this header is metrics.c.)
+ * The "tokstream" dialect of metrics_render_dialect, byte for byte.
  */
 enum ts_err metrics_render(const struct metrics *m, struct ts_buf *out);
+
+/* How the metrics are named (--metrics-prefix). */
+struct metrics_dialect {
+	const char *prefix;      /* "tokstream" or "vllm": NAME is
+				  * PREFIX:name */
+	const char *model_name;  /* NULL: no label; else every series
+				  * carries model_name="..." (escaped as a
+				  * label value), vLLM's label */
+	int request_hists;       /* 1: the request-level histograms too
+				  * (enum metrics_req_hist) */
+};
+
+/* The dialect --metrics-prefix PREFIX names: "tokstream" (the default:
+ * metrics_render's output) or "vllm" (vLLM's names, model_name on every
+ * series, the request-level histograms). */
+void metrics_dialect_of(struct metrics_dialect *d, const char *prefix,
+    const char *model_name);
+
+/*
+ * metrics_render in a dialect. With "vllm" the families are vLLM's
+ * (vllm/v1/metrics/loggers.py; the names its Grafana dashboard and the
+ * Gateway API Inference Extension's endpoint picker read), and
+ * tokstream's own (wasted_tokens_total, requests_rejected_total,
+ * injected_failures_total, responder_processes) keep their names under
+ * the prefix. Same results as metrics_render; a model name over 256
+ * bytes is TS_EINVAL.
+ */
+enum ts_err metrics_render_dialect(const struct metrics *m,
+    const struct metrics_dialect *d, struct ts_buf *out);
+
+/* Writes label="value" into dst (cap bytes), the value escaped as the
+ * Prometheus text format wants (backslash, double quote, line feed as
+ * \\, \", \n); returns its length, or 0 (dst "") when value is over
+ * 256 bytes or cap is too small (label + 2 x value + 4 fits). For a
+ * series rendered beside metrics_render_dialect's. */
+size_t metrics_label(char *dst, size_t cap, const char *label,
+    const char *value);
 
 #endif /* TS_STORES_METRICS_H */

@@ -47,14 +47,15 @@ struct metrics_file {
 	_Atomic uint64_t counter[METRICS_COUNTER_WORDS];
 	_Atomic uint64_t reason[METRICS_REASON_WORDS];
 	struct metrics_slot slot[METRICS_SLOTS];
+	_Atomic uint64_t req_hist[METRICS_REQ_HIST_COUNT][METRICS_HIST_WORDS];
 };
 
 #define METRICS_FILE_SIZE sizeof(struct metrics_file)
 
 _Static_assert(sizeof(struct metrics_header) == 64, "header is 64 bytes");
 _Static_assert(sizeof(struct metrics_slot) == 48, "slot is 48 bytes");
-_Static_assert(sizeof(struct metrics_file) == 7424,
-    "metrics.h documents 7424 bytes");
+_Static_assert(sizeof(struct metrics_file) == 9216,
+    "metrics.h documents 9216 bytes");
 _Static_assert(METRICS_COUNTER_COUNT <= METRICS_COUNTER_WORDS,
     "counters fit their words");
 _Static_assert(METRICS_REASON_COUNT <= METRICS_REASON_WORDS,
@@ -69,10 +70,13 @@ struct metrics {
 	uint64_t token;             /* process_token */
 };
 
-/* The bucket bounds of one histogram: n bounds in ns, increasing. */
+/* The bucket bounds of one histogram: n bounds in ns, increasing (or,
+ * with tokens, in tokens). */
 struct metrics_bounds {
 	const uint64_t *ns;
 	unsigned n;
+	int tokens;                 /* a token-count histogram: bounds and
+				     * sum are counts */
 };
 
 /*
@@ -80,6 +84,8 @@ struct metrics_bounds {
  * part of the file's layout hash.
  */
 extern const struct metrics_bounds metrics_hist_bounds[METRICS_HIST_COUNT];
+extern const struct metrics_bounds
+    metrics_req_bounds[METRICS_REQ_HIST_COUNT];
 
 /*
  * Sums each gauge (enum metrics_gauge order) over the slots of m's file

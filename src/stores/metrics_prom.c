@@ -13,52 +13,72 @@
 #include <stdio.h>
 #include <string.h>
 
-#define METRICS_LINE_MAX 512u      /* longest rendered line, bytes */
+#define METRICS_LINE_MAX 1024u     /* longest rendered line, bytes */
+#define METRICS_MODEL_MAX 256u     /* longest model_name, bytes */
 
-/* Histogram names and help texts, in enum metrics_hist order (the bounds
- * are the file's: metrics_hist_bounds). */
+/* Histogram names (after "PREFIX:") and help texts, in enum metrics_hist
+ * order (the bounds are the file's: metrics_hist_bounds). */
 static const struct metrics_hist_desc {
 	const char *name;
 	const char *help;
 } hist_desc[METRICS_HIST_COUNT] = {
-	[METRICS_TTFT] = { "tokstream:time_to_first_token_seconds",
+	[METRICS_TTFT] = { "time_to_first_token_seconds",
 	    "Time from a request's arrival to its first token, in seconds." },
-	[METRICS_ITL] = { "tokstream:inter_token_latency_seconds",
+	[METRICS_ITL] = { "inter_token_latency_seconds",
 	    "Time between two consecutive tokens of a stream, in seconds." },
-	[METRICS_E2E] = { "tokstream:e2e_request_latency_seconds",
+	[METRICS_E2E] = { "e2e_request_latency_seconds",
 	    "Time from a request's arrival to the end of its response, "
 	    "in seconds." },
-	[METRICS_QUEUE] = { "tokstream:request_queue_time_seconds",
+	[METRICS_QUEUE] = { "request_queue_time_seconds",
 	    "Time a request waited for a decode slot, in seconds." },
+}, req_desc[METRICS_REQ_HIST_COUNT] = {
+	/* vLLM's names and meanings (vllm/v1/metrics/loggers.py) */
+	[METRICS_REQ_PREFILL] = { "request_prefill_time_seconds",
+	    "Time from a request's slot to its first token, in seconds." },
+	[METRICS_REQ_DECODE] = { "request_decode_time_seconds",
+	    "Time from a request's first token to its last, in seconds." },
+	[METRICS_REQ_INFERENCE] = { "request_inference_time_seconds",
+	    "Time from a request's slot to its last token, in seconds." },
+	[METRICS_REQ_TPOT] = { "request_time_per_output_token_seconds",
+	    "A request's decode time over its tokens after the first "
+	    "(TPOT), in seconds; 0 for one token or none." },
+	[METRICS_REQ_PROMPT_TOKENS] = { "request_prompt_tokens",
+	    "Prompt tokens of each finished request." },
+	[METRICS_REQ_GENERATION_TOKENS] = { "request_generation_tokens",
+	    "Tokens generated for each finished request." },
+	[METRICS_REQ_MAX_GENERATION_TOKENS] = {
+	    "request_max_num_generation_tokens",
+	    "Tokens generated for each finished sequence (each choice is "
+	    "one)." },
 };
 
-/* Counters in enum order; consecutive entries of one family share its
- * HELP and TYPE lines. */
+/* Counters in enum order (names after "PREFIX:"); consecutive entries of
+ * one family share its HELP and TYPE lines. */
 static const struct metrics_counter_desc {
 	const char *family;
 	const char *help;
-	const char *labels;         /* "{...}" or "" */
+	const char *labels;         /* a="b" (without braces), or "" */
 } counter_desc[METRICS_COUNTER_COUNT] = {
-	[METRICS_GENERATION_TOKENS] = { "tokstream:generation_tokens_total",
+	[METRICS_GENERATION_TOKENS] = { "generation_tokens_total",
 	    "Tokens generated.", "" },
-	[METRICS_PROMPT_TOKENS] = { "tokstream:prompt_tokens_total",
+	[METRICS_PROMPT_TOKENS] = { "prompt_tokens_total",
 	    "Prompt tokens of the requests admitted.", "" },
-	[METRICS_WASTED_TOKENS] = { "tokstream:wasted_tokens_total",
+	[METRICS_WASTED_TOKENS] = { "wasted_tokens_total",
 	    "Tokens generated that no client received.", "" },
 	[METRICS_REJECTED_QUEUE_FULL] = {
-	    "tokstream:requests_rejected_total",
+	    "requests_rejected_total",
 	    "Requests refused before generation, by reason "
-	    "(queue_full: answered 429).", "{reason=\"queue_full\"}" },
-	[METRICS_PREFIX_QUERIES] = { "tokstream:prefix_cache_queries_total",
+	    "(queue_full: answered 429).", "reason=\"queue_full\"" },
+	[METRICS_PREFIX_QUERIES] = { "prefix_cache_queries_total",
 	    "Prompt tokens looked up in the prefix cache (vLLM's "
 	    "prefix_cache_queries).", "" },
-	[METRICS_PREFIX_HITS] = { "tokstream:prefix_cache_hits_total",
+	[METRICS_PREFIX_HITS] = { "prefix_cache_hits_total",
 	    "Prompt tokens found in the prefix cache (vLLM's "
 	    "prefix_cache_hits).", "" },
 #define INJECTED(k, name) [METRICS_INJECTED + (k) - 1] = { \
-	    "tokstream:injected_failures_total", "Failures injected, by " \
+	    "injected_failures_total", "Failures injected, by " \
 	    "type (--failure-injection-rate, X-Tokstream-Failure).", \
-	    "{type=\"" name "\"}" }
+	    "type=\"" name "\"" }
 	INJECTED(1, "rate_limit"),
 	INJECTED(2, "server_error"),
 	INJECTED(3, "overloaded"),
@@ -75,6 +95,13 @@ static const char *const reason_name[METRICS_REASON_COUNT] = {
 	[METRICS_LENGTH] = "length",
 	[METRICS_ABORT] = "abort",
 	[METRICS_ERROR] = "error",
+};
+
+/* One render: where it goes and how names and labels are written. */
+struct render {
+	struct ts_buf *b;
+	const char *prefix;
+	char model[2 * METRICS_MODEL_MAX + 16]; /* model_name="..." or "" */
 };
 
 /* Appends one printf-formatted line (at most METRICS_LINE_MAX bytes). */
@@ -94,6 +121,21 @@ put(struct ts_buf *b, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return TS_ELIMIT;       /* a name or help text too long */
 	return ts_buf_append(b, line, (size_t)n);
+}
+
+/*
+ * One sample line: PREFIX:name+suffix, the labels (the model's first,
+ * then `labels`, "" for none) and the value.
+ */
+static enum ts_err
+sample(struct render *r, const char *name, const char *suffix,
+    const char *labels, const char *value)
+{
+	int m = r->model[0] != '\0', l = labels[0] != '\0';
+
+	return put(r->b, "%s:%s%s%s%s%s%s%s %s\n", r->prefix, name, suffix,
+	    m || l ? "{" : "", r->model, m && l ? "," : "", labels,
+	    m || l ? "}" : "", value);
 }
 
 /*
@@ -119,55 +161,66 @@ add_sat(uint64_t a, uint64_t b)
 }
 
 static enum ts_err
-render_family(struct ts_buf *b, const char *name, const char *help,
+render_family(struct render *r, const char *name, const char *help,
     const char *type)
 {
-	enum ts_err rc = put(b, "# HELP %s %s\n", name, help);
+	enum ts_err rc = put(r->b, "# HELP %s:%s %s\n", r->prefix, name,
+	    help);
 
-	return rc != TS_OK ? rc : put(b, "# TYPE %s %s\n", name, type);
+	return rc != TS_OK ? rc : put(r->b, "# TYPE %s:%s %s\n", r->prefix,
+	    name, type);
 }
 
 /*
- * One histogram from a snapshot of its words: cumulative buckets
+ * One histogram from a snapshot of its words w: cumulative buckets
  * (saturating, so a damaged file still renders non-decreasing counts),
- * then _sum and _count, which is the +Inf bucket by construction.
+ * then _sum and _count, which is the +Inf bucket by construction. A
+ * token histogram's bounds and sum are counts ("5.0", "1234.0").
  */
 static enum ts_err
-render_hist(struct ts_buf *b, const struct metrics *m, enum metrics_hist h)
+render_hist(struct render *r, const struct metrics_hist_desc *d,
+    const struct metrics_bounds *bd, const _Atomic uint64_t *w)
 {
-	const struct metrics_hist_desc *d = &hist_desc[h];
-	const struct metrics_bounds *bd = &metrics_hist_bounds[h];
-	uint64_t cum = 0, sum_us;
-	char num[48];
+	uint64_t cum = 0, sum;
+	char num[48], le[64];
 	enum ts_err rc;
 	unsigned i;
 
-	if ((rc = render_family(b, d->name, d->help, "histogram")) != TS_OK)
+	if ((rc = render_family(r, d->name, d->help, "histogram")) != TS_OK)
 		return rc;
 	for (i = 0; i <= bd->n; i++) {
-		cum = add_sat(cum, atomic_load_explicit(&m->f->hist[h][i],
+		cum = add_sat(cum, atomic_load_explicit(&w[i],
 		    memory_order_relaxed));
-		if (i < bd->n)
+		if (i == bd->n)
+			snprintf(num, sizeof(num), "+Inf");
+		else if (bd->tokens)
+			snprintf(num, sizeof(num), "%" PRIu64 ".0",
+			    bd->ns[i]);
+		else
 			fmt_seconds(num, sizeof(num), bd->ns[i], 1000000000u,
 			    9);
-		else
-			snprintf(num, sizeof(num), "+Inf");
-		if ((rc = put(b, "%s_bucket{le=\"%s\"} %" PRIu64 "\n",
-		    d->name, num, cum)) != TS_OK)
+		snprintf(le, sizeof(le), "le=\"%s\"", num);
+		snprintf(num, sizeof(num), "%" PRIu64, cum);
+		if ((rc = sample(r, d->name, "_bucket", le, num)) != TS_OK)
 			return rc;
 	}
-	sum_us = atomic_load_explicit(&m->f->hist[h][METRICS_SUM_WORD],
+	sum = atomic_load_explicit(&w[METRICS_SUM_WORD],
 	    memory_order_relaxed);
-	fmt_seconds(num, sizeof(num), sum_us, 1000000u, 6);
-	if ((rc = put(b, "%s_sum %s\n", d->name, num)) != TS_OK)
+	if (bd->tokens)
+		snprintf(num, sizeof(num), "%" PRIu64 ".0", sum);
+	else
+		fmt_seconds(num, sizeof(num), sum, 1000000u, 6);
+	if ((rc = sample(r, d->name, "_sum", "", num)) != TS_OK)
 		return rc;
-	return put(b, "%s_count %" PRIu64 "\n", d->name, cum);
+	snprintf(num, sizeof(num), "%" PRIu64, cum);
+	return sample(r, d->name, "_count", "", num);
 }
 
 static enum ts_err
-render_counters(struct ts_buf *b, const struct metrics *m)
+render_counters(struct render *r, const struct metrics *m)
 {
 	const struct metrics_counter_desc *d;
+	char num[32], lbl[48];
 	enum ts_err rc;
 	unsigned i;
 
@@ -175,54 +228,56 @@ render_counters(struct ts_buf *b, const struct metrics *m)
 		d = &counter_desc[i];
 		if ((i == 0 ||
 		    strcmp(counter_desc[i - 1].family, d->family) != 0) &&
-		    (rc = render_family(b, d->family, d->help, "counter")) !=
+		    (rc = render_family(r, d->family, d->help, "counter")) !=
 		    TS_OK)
 			return rc;
-		if ((rc = put(b, "%s%s %" PRIu64 "\n", d->family, d->labels,
+		snprintf(num, sizeof(num), "%" PRIu64,
 		    atomic_load_explicit(&m->f->counter[i],
-		    memory_order_relaxed))) != TS_OK)
+		    memory_order_relaxed));
+		if ((rc = sample(r, d->family, "", d->labels, num)) != TS_OK)
 			return rc;
 	}
-	if ((rc = render_family(b, "tokstream:request_success_total",
+	if ((rc = render_family(r, "request_success_total",
 	    "Requests finished, by finish reason (abort: the client went "
 	    "away; error: an injected or failed generation).", "counter")) !=
 	    TS_OK)
 		return rc;
-	for (i = 0; i < METRICS_REASON_COUNT; i++)
-		if ((rc = put(b, "tokstream:request_success_total"
-		    "{finished_reason=\"%s\"} %" PRIu64 "\n", reason_name[i],
+	for (i = 0; i < METRICS_REASON_COUNT; i++) {
+		snprintf(lbl, sizeof(lbl), "finished_reason=\"%s\"",
+		    reason_name[i]);
+		snprintf(num, sizeof(num), "%" PRIu64,
 		    atomic_load_explicit(&m->f->reason[i],
-		    memory_order_relaxed))) != TS_OK)
+		    memory_order_relaxed));
+		if ((rc = sample(r, "request_success_total", "", lbl, num)) !=
+		    TS_OK)
 			return rc;
+	}
 	return TS_OK;
 }
 
 /* The gauges, summed over the slots of live processes (wrapping). */
 static enum ts_err
-render_gauges(struct ts_buf *b, const struct metrics *m)
+render_gauges(struct render *r, const struct metrics *m)
 {
-	uint64_t sum[METRICS_GAUGE_COUNT], live, running, waiting, kv_used;
-	uint64_t kv_blocks;
+	uint64_t sum[METRICS_GAUGE_COUNT], live, kv_used, kv_blocks;
 	char num[48];
 	enum ts_err rc;
 
 	metrics_slot_sums(m, sum, &live);
-	running = sum[METRICS_RUNNING];
-	waiting = sum[METRICS_WAITING];
 	kv_used = sum[METRICS_KV_USED];
 	kv_blocks = sum[METRICS_KV_BLOCKS];
-	if ((rc = render_family(b, "tokstream:num_requests_running",
+	snprintf(num, sizeof(num), "%" PRId64, (int64_t)sum[METRICS_RUNNING]);
+	if ((rc = render_family(r, "num_requests_running",
 	    "Requests in a slot (prefill or decode), over all responder "
 	    "processes.",
 	    "gauge")) != TS_OK ||
-	    (rc = put(b, "tokstream:num_requests_running %" PRId64 "\n",
-	    (int64_t)running)) != TS_OK)
+	    (rc = sample(r, "num_requests_running", "", "", num)) != TS_OK)
 		return rc;
-	if ((rc = render_family(b, "tokstream:num_requests_waiting",
+	snprintf(num, sizeof(num), "%" PRId64, (int64_t)sum[METRICS_WAITING]);
+	if ((rc = render_family(r, "num_requests_waiting",
 	    "Requests waiting for a decode slot, over all responder "
 	    "processes.", "gauge")) != TS_OK ||
-	    (rc = put(b, "tokstream:num_requests_waiting %" PRId64 "\n",
-	    (int64_t)waiting)) != TS_OK)
+	    (rc = sample(r, "num_requests_waiting", "", "", num)) != TS_OK)
 		return rc;
 	/* a fraction, as vLLM's kv_cache_usage_perc (1 = 100%), to 4
 	 * decimals by integer arithmetic */
@@ -230,35 +285,102 @@ render_gauges(struct ts_buf *b, const struct metrics *m)
 	    (uint64_t)(kv_blocks > 0 && kv_used >= kv_blocks),
 	    kv_blocks > 0 && kv_used < kv_blocks ?
 	    kv_used * 10000u / kv_blocks : (uint64_t)0);
-	if ((rc = render_family(b, "tokstream:kv_cache_usage_perc",
+	if ((rc = render_family(r, "kv_cache_usage_perc",
 	    "Fraction of the prefix cache model's KV blocks in use, over all "
 	    "responder processes (1 = 100%).", "gauge")) != TS_OK ||
-	    (rc = put(b, "tokstream:kv_cache_usage_perc %s\n", num)) != TS_OK)
+	    (rc = sample(r, "kv_cache_usage_perc", "", "", num)) != TS_OK)
 		return rc;
-	if ((rc = render_family(b, "tokstream:responder_processes",
+	if ((rc = render_family(r, "responder_processes",
 	    "Responder processes with metrics open and alive.", "gauge")) !=
 	    TS_OK)
 		return rc;
-	return put(b, "tokstream:responder_processes %" PRIu64 "\n", live);
+	snprintf(num, sizeof(num), "%" PRIu64, live);
+	return sample(r, "responder_processes", "", "", num);
+}
+
+void
+metrics_dialect_of(struct metrics_dialect *d, const char *prefix,
+    const char *model_name)
+{
+	int vllm = prefix != NULL && strcmp(prefix, "vllm") == 0;
+
+	d->prefix = vllm ? "vllm" : "tokstream";
+	d->model_name = vllm ? model_name : NULL;
+	d->request_hists = vllm;
+}
+
+size_t
+metrics_label(char *dst, size_t cap, const char *label, const char *value)
+{
+	size_t i, n, len = strlen(value);
+
+	if (len > METRICS_MODEL_MAX || cap < strlen(label) + 2 * len + 4) {
+		if (cap > 0)
+			dst[0] = '\0';
+		return 0;
+	}
+	n = (size_t)snprintf(dst, cap, "%s=\"", label);
+	for (i = 0; i < len; i++) {
+		if (value[i] == '\\' || value[i] == '"' || value[i] == '\n') {
+			dst[n++] = '\\';
+			dst[n++] = value[i] == '\n' ? 'n' : value[i];
+		} else {
+			dst[n++] = value[i];
+		}
+	}
+	dst[n++] = '"';
+	dst[n] = '\0';
+	return n;
+}
+
+/* model_name="NAME" into r->model ("" without a name). */
+static enum ts_err
+model_label(struct render *r, const char *name)
+{
+	r->model[0] = '\0';
+	if (name == NULL)
+		return TS_OK;
+	return metrics_label(r->model, sizeof(r->model), "model_name",
+	    name) > 0 ? TS_OK : TS_EINVAL;
 }
 
 enum ts_err
-metrics_render(const struct metrics *m, struct ts_buf *out)
+metrics_render_dialect(const struct metrics *m,
+    const struct metrics_dialect *d, struct ts_buf *out)
 {
+	struct render r;
 	size_t start = out->len;
 	enum ts_err rc;
 	unsigned h;
 
-	if (m == NULL)
+	if (m == NULL || d == NULL)
 		return TS_EINVAL;
-	rc = render_gauges(out, m);
+	r.b = out;
+	r.prefix = d->prefix;
+	if (model_label(&r, d->model_name) != TS_OK)
+		return TS_EINVAL;
+	rc = render_gauges(&r, m);
 	if (rc == TS_OK)
-		rc = render_counters(out, m);
+		rc = render_counters(&r, m);
 	for (h = 0; rc == TS_OK && h < METRICS_HIST_COUNT; h++)
-		rc = render_hist(out, m, (enum metrics_hist)h);
+		rc = render_hist(&r, &hist_desc[h], &metrics_hist_bounds[h],
+		    m->f->hist[h]);
+	for (h = 0; rc == TS_OK && d->request_hists &&
+	    h < METRICS_REQ_HIST_COUNT; h++)
+		rc = render_hist(&r, &req_desc[h], &metrics_req_bounds[h],
+		    m->f->req_hist[h]);
 	if (rc != TS_OK && out->p != NULL) {
 		out->len = start;       /* as it was */
 		out->p[start] = '\0';
 	}
 	return rc;
+}
+
+enum ts_err
+metrics_render(const struct metrics *m, struct ts_buf *out)
+{
+	struct metrics_dialect d;
+
+	metrics_dialect_of(&d, "tokstream", NULL);
+	return metrics_render_dialect(m, &d, out);
 }

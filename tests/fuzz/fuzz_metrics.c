@@ -56,7 +56,7 @@
 #include "stores/metrics.h"
 
 /* The layout of metrics.h "File format". */
-#define FILE_SIZE 7424u
+#define FILE_SIZE 9216u
 #define HDR_SIZE 64u
 #define HIST_OFF 64u
 #define HIST_SIZE 256u

@@ -767,6 +767,72 @@ test_prefill_model(void **unused)
 /* 100 streams arriving 0.3 ms apart (as a load client opens them): each
  * one's first token lands on a step boundary and its second one step
  * later, whatever its phase against the grid. */
+/* What the on_finish hook last said (outcome_hook). */
+static struct engine_outcome outcome_seen;
+
+static void
+outcome_hook(void *ctx, uint64_t id, const struct engine_outcome *o)
+{
+	(void)ctx;
+	(void)id;
+	outcome_seen = *o;
+}
+
+/* The request-level times of on_finish (vLLM's FinishedRequestStats), on
+ * the synthetic clock: a 100 ms prefill after 30 ms of queue, then 5
+ * tokens 20 ms apart: prefill 100 ms (slot to first token, the queue not
+ * counted), decode 80 ms (first to last token), the prompt's tokens and
+ * the tokens made; a sequence cancelled while waiting had neither. */
+static void
+test_outcome_request_times(void **unused)
+{
+	struct engine_config cfg;
+	struct engine *e;
+	struct engine_request r;
+	struct probe a, b, c;
+	struct probe *pa[] = { &a, &b };
+
+	(void)unused;
+	engine_config_defaults(&cfg);
+	cfg.max_num_seqs = 1;
+	cfg.max_waiting = 4;
+	cfg.lat.tpot_ms = 20;
+	sim_backend(&sim);
+	memset(&hooks, 0, sizeof(hooks));
+	hooks.on_finish = outcome_hook;
+	assert_int_equal(engine_create_manual(&e, &cfg, &sim, &hooks), TS_OK);
+	/* b holds the slot for 30 ms (a 30 ms prefill, one token) */
+	assert_int_equal(submit(e, &b, "first", 1, 30, 0), TS_OK);
+	memset(&a, 0, sizeof(a));
+	lab_request(&r, "second", 5, 100);
+	r.prompt_tokens = 7;
+	r.t0_ns = 0;
+	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
+	run_until(e, 0, 10000 * MS, pa, 2);
+	assert_int_equal(a.seen, 5);
+	engine_release(e, b.s);
+	engine_release(e, a.s);
+	assert_int_equal(outcome_seen.finish, ENGINE_FINISH_LENGTH);
+	assert_int_equal(outcome_seen.prompt_tokens, 7);
+	assert_int_equal(outcome_seen.generated, 5);
+	assert_int_equal(outcome_seen.prefill_ns, 100 * MS);
+	assert_int_equal(outcome_seen.decode_ns, 80 * MS);
+	assert_int_equal(a.at[0], 130 * MS);
+	/* cancelled in the queue: no prefill, no decode */
+	assert_int_equal(submit(e, &b, "holder", 50, 0, 20000 * MS), TS_OK);
+	assert_int_equal(submit(e, &c, "waiter", 5, 0, 20000 * MS), TS_OK);
+	engine_cancel(e, c.s, 20000 * MS, ENGINE_CAUSE_CLIENT_GONE);
+	engine_release(e, c.s);
+	run_until(e, 20000 * MS, 20001 * MS, pa, 0);
+	assert_int_equal(outcome_seen.generated, 0);
+	assert_int_equal(outcome_seen.prefill_ns, -1);
+	assert_int_equal(outcome_seen.decode_ns, -1);
+	engine_cancel(e, b.s, 20001 * MS, ENGINE_CAUSE_CLIENT_GONE);
+	engine_release(e, b.s);
+	run_until(e, 20001 * MS, 30000 * MS, pa, 0);
+	engine_destroy(e);
+}
+
 static void
 test_first_token_on_boundary_gap_one_step(void **unused)
 {
@@ -1698,6 +1764,7 @@ main(void)
 		cmocka_unit_test(test_shutdown),
 		cmocka_unit_test(test_prefill_model),
 		cmocka_unit_test(test_first_token_on_boundary_gap_one_step),
+		cmocka_unit_test(test_outcome_request_times),
 		cmocka_unit_test(test_cancel_own_cadence_frees_slot_at_once),
 		cmocka_unit_test(test_lock_handed_off_between_passes),
 		cmocka_unit_test(test_modeled_start_outside_lock),

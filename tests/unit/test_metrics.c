@@ -27,7 +27,7 @@
 
 #include "stores/metrics.h"
 
-#define FILE_SIZE 7424          /* metrics.h "File format" */
+#define FILE_SIZE 9216          /* metrics.h "File format" */
 #define SLOT_OFF 1280           /* header, histograms, counters, reasons */
 #define SLOT_SIZE 48
 #define TTFT "tokstream:time_to_first_token_seconds"
@@ -866,8 +866,8 @@ static void
 test_damaged_file_in_use(void **unused)
 {
 	check_in_use(damage_magic, "bad magic");
-	check_in_use(damage_truncate, "100 bytes, want 7424");
-	check_in_use(damage_version, "version 3, want 2");
+	check_in_use(damage_truncate, "100 bytes, want 9216");
+	check_in_use(damage_version, "version 3, want 4");
 	check_in_use(damage_layout, "another layout");
 }
 
@@ -1029,6 +1029,91 @@ test_promcheck(void **unused)
 	metrics_close(m);
 }
 
+
+/* vLLM's dialect: vllm: names, model_name (escaped) on every sample, the
+ * request histograms (durations in seconds, token counts as counts); the
+ * default render has none of them and is the "tokstream" dialect. */
+static void
+test_vllm_dialect(void **unused)
+{
+	struct metrics *m = open_memory();
+	struct metrics_dialect d;
+	struct ts_buf b;
+	const char *build = getenv("TS_BUILDDIR");
+	char prog[1024], val[64], *line, *text, *plain;
+	char big[300];
+	size_t samples = 0;
+
+	metrics_observe_req(m, METRICS_REQ_PROMPT_TOKENS, 5);
+	metrics_observe_req(m, METRICS_REQ_PROMPT_TOKENS, 7);
+	metrics_observe_req(m, METRICS_REQ_GENERATION_TOKENS, 1000001);
+	metrics_observe_req(m, METRICS_REQ_TPOT, 20000000);
+	metrics_observe_req(m, METRICS_REQ_PREFILL, -5);
+	metrics_observe_req(m, (enum metrics_req_hist)99, 1);  /* ignored */
+	metrics_finished(m, METRICS_LENGTH);
+	metrics_dialect_of(&d, "vllm", "my \"model\"\\x");
+	ts_buf_init(&b, 1 << 20);
+	assert_int_equal(metrics_render_dialect(m, &d, &b), TS_OK);
+	text = b.p;
+#define ML "{model_name=\"my \\\"model\\\"\\\\x\""
+	assert_int_equal(sample(text, "vllm:request_success_total" ML
+	    ",finished_reason=\"length\"}"), 1);
+	assert_int_equal(sample(text, "vllm:request_prompt_tokens_bucket" ML
+	    ",le=\"5.0\"}"), 1);
+	assert_int_equal(sample(text, "vllm:request_prompt_tokens_bucket" ML
+	    ",le=\"10.0\"}"), 2);
+	sample_text(text, "vllm:request_prompt_tokens_sum" ML "}", val,
+	    sizeof(val));
+	assert_string_equal(val, "12.0");
+	assert_int_equal(sample(text,
+	    "vllm:request_generation_tokens_bucket" ML ",le=\"1000000.0\"}"),
+	    0);
+	assert_int_equal(sample(text,
+	    "vllm:request_generation_tokens_bucket" ML ",le=\"+Inf\"}"), 1);
+	assert_int_equal(sample(text,
+	    "vllm:request_time_per_output_token_seconds_bucket" ML
+	    ",le=\"0.025\"}"), 1);
+	sample_text(text, "vllm:request_time_per_output_token_seconds_sum" ML
+	    "}", val, sizeof(val));
+	assert_string_equal(val, "0.02");
+	assert_int_equal(sample(text, "vllm:request_prefill_time_seconds_bucket"
+	    ML ",le=\"0.3\"}"), 1);
+	assert_int_equal(sample(text, "vllm:num_requests_running" ML "}"), 0);
+#undef ML
+	/* every sample is vllm: and labelled */
+	for (line = text; *line != '\0'; line = strchr(line, '\n') + 1) {
+		if (*line != '#') {
+			assert_memory_equal(line, "vllm:", 5);
+			assert_non_null(strstr(line, "{model_name=\"my "));
+			samples++;
+		}
+	}
+	assert_true(samples > 200);
+	/* tests/promcheck, when a build is named */
+	snprintf(prog, sizeof(prog), "%s/tests/promcheck", build ? build : "");
+	if (build != NULL && access(prog, X_OK) == 0)
+		assert_int_equal(promcheck(prog, text), 0);
+	/* the default: tokstream's names, no label, no request histogram */
+	plain = render(m);
+	assert_null(strstr(plain, "vllm:"));
+	assert_null(strstr(plain, "model_name"));
+	assert_null(strstr(plain, "request_prompt_tokens"));
+	metrics_dialect_of(&d, "tokstream", "ignored");
+	ts_buf_reset(&b);
+	assert_int_equal(metrics_render_dialect(m, &d, &b), TS_OK);
+	assert_string_equal(b.p, plain);
+	free(plain);
+	/* a model name over 256 bytes: refused, b as it was */
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	metrics_dialect_of(&d, "vllm", big);
+	ts_buf_reset(&b);
+	assert_int_equal(metrics_render_dialect(m, &d, &b), TS_EINVAL);
+	assert_int_equal(b.len, 0);
+	ts_buf_free(&b);
+	metrics_close(m);
+}
+
 int
 main(void)
 {
@@ -1062,6 +1147,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_concurrent_opens, setup,
 		    teardown),
 		cmocka_unit_test(test_promcheck),
+		cmocka_unit_test(test_vllm_dialect),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
