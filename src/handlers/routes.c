@@ -11,6 +11,7 @@
 #include "handlers/debug.h"
 #include "proto/http.h"
 #include "handlers/lab.h"
+#include "handlers/messages.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
 #include "handlers/v1.h"
@@ -24,6 +25,7 @@ enum endpoint_id {
 	EP_STREAM, EP_GENERATE, EP_HEALTH,
 	EP_COMPLETIONS, EP_CHAT, EP_RESPONSES, EP_MODELS, EP_MODEL,
 	EP_DEBUG, EP_METRICS,
+	EP_MESSAGES, EP_COUNT_TOKENS,
 	EP_NONE
 };
 
@@ -46,9 +48,32 @@ static const struct endpoint endpoints[] = {
 	{ "/v1/responses", EP_RESPONSES, M_POST, 0, 0 },
 	{ "/v1/models", EP_MODELS, M_GET, 0, 0 },
 	{ "/v1/models/", EP_MODEL, M_GET, 1, 0 },
+	{ "/v1/messages", EP_MESSAGES, M_POST, 0, 0 },
+	{ "/v1/messages/count_tokens", EP_COUNT_TOKENS, M_POST, 0, 0 },
 	{ "/_debug/generated", EP_DEBUG, M_GET, 0, 1 },
 	{ "/metrics", EP_METRICS, M_GET, 0, 1 },
 };
+
+/* 1 for a path of Anthropic's Messages API (/v1/messages...), whose
+ * errors take Anthropic's shape (handlers/messages.h). */
+static int
+anthropic_path(const char *uri, size_t plen)
+{
+	return plen >= 12 && memcmp(uri, "/v1/messages", 12) == 0 &&
+	    (plen == 12 || uri[12] == '/');
+}
+
+/* An error of a /v1 path: Anthropic's shape on its paths, else
+ * OpenAI's. */
+static void
+error_v1(struct reply *c, const char *uri, size_t plen,
+    struct http_error *err, const char *extra)
+{
+	if (anthropic_path(uri, plen))
+		messages_fail(c, err, extra);
+	else
+		reply_error_v1(c, err, extra, 0);
+}
 
 /* The endpoint at path (uri, plen), or NULL. */
 static const struct endpoint *
@@ -87,7 +112,8 @@ cors_request_headers(const char *asked)
 
 	if (n == 0 || n > 512 || strspn(asked, "abcdefghijklmnopqrstuvwxyz"
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_, ") != n)
-		return "Content-Type, Last-Event-ID, Authorization";
+		return "Content-Type, Last-Event-ID, Authorization, "
+		    "X-Api-Key, Anthropic-Version";
 	return asked;
 }
 
@@ -130,7 +156,7 @@ not_allowed(struct reply *c, const struct endpoint *e, const char *method,
 	    e->methods == M_POST ? "POST" : "GET or HEAD");
 	snprintf(allow, sizeof(allow), "Allow: %s\r\n", allow_of(e->methods));
 	if (strncmp(uri, "/v1/", 4) == 0)
-		reply_error_v1(c, &err, allow, 0);
+		error_v1(c, uri, plen, &err, allow);
 	else
 		reply_error(c, &err, allow, 0);
 }
@@ -221,7 +247,9 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 	}
 	if (key_needed(srv->opt, e, uri, plen, method) &&
 	    !auth_bearer_ok(conn_param(conn, "HTTP_AUTHORIZATION"),
-	    srv->opt->api_key)) {
+	    srv->opt->api_key) && !(anthropic_path(uri, plen) &&
+	    auth_key_ok(conn_param(conn, "HTTP_X_API_KEY"),
+	    srv->opt->api_key))) {
 		/* OpenAI's answer to a missing or wrong key, in the shape of
 		 * the path's dialect; RFC 6750 section 3: a 401 names the
 		 * scheme in WWW-Authenticate */
@@ -231,9 +259,15 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    conn_param(conn, "HTTP_AUTHORIZATION")[0] == '\0' ?
 		    "You didn't provide an API key" :
 		    "Incorrect API key provided");
+		if (anthropic_path(uri, plen))
+			snprintf(err.message, sizeof(err.message), "%s",
+			    conn_param(conn, "HTTP_X_API_KEY")[0] == '\0' &&
+			    conn_param(conn, "HTTP_AUTHORIZATION")[0] ==
+			    '\0' ? "x-api-key header is required" :
+			    "invalid x-api-key");
 		if (strncmp(uri, "/v1/", 4) == 0)
-			reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n",
-			    0);
+			error_v1(c, uri, plen, &err,
+			    "WWW-Authenticate: Bearer\r\n");
 		else
 			reply_error(c, &err, "WWW-Authenticate: Bearer\r\n", 0);
 		return;
@@ -243,9 +277,9 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 			http_error_set(&err, 404, "invalid_request_error",
 			    "unknown_url", "no endpoint at %.*s; tokstream "
 			    "serves /v1/completions, /v1/chat/completions, "
-			    "/v1/responses and /v1/models",
+			    "/v1/responses, /v1/models and /v1/messages",
 			    (int)(plen > 128 ? 128 : plen), uri);
-			reply_error_v1(c, &err, NULL, 0);
+			error_v1(c, uri, plen, &err, NULL);
 		} else {
 			http_error_set(&err, 404, "not_found_error",
 			    "unknown_path", "no endpoint at %.*s; try GET "
@@ -275,7 +309,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		http_error_set(&err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
 		if (strncmp(uri, "/v1/", 4) == 0)
-			reply_error_v1(c, &err, "Retry-After: 1\r\n", 0);
+			error_v1(c, uri, plen, &err, "Retry-After: 1\r\n");
 		else
 			reply_error(c, &err, "Retry-After: 1\r\n", 0);
 		return;
@@ -292,6 +326,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		model_at(srv, c, uri + strlen(e->path),
 		    plen - strlen(e->path));
 		break;
+	case EP_MESSAGES: messages_create(srv, c); break;
+	case EP_COUNT_TOKENS: messages_count_tokens(srv, c); break;
 	case EP_DEBUG: debug_generated(srv, c); break;
 	case EP_METRICS: debug_metrics(srv, c); break;
 	case EP_PAGE:

@@ -1,7 +1,7 @@
 /*
- * openai/chat.h - the chat template: how /v1/chat/completions turns a list
- * of messages into the prompt text the model (sim/lm.h) continues. No
- * I/O.
+ * openai/chat.h - the chat template (proto/chat.h) over a /v1 request:
+ * how /v1/chat/completions turns a list of messages into the prompt text
+ * the model (sim/lm.h) continues. No I/O.
  *
  * Each message is its role marker on a line of its own, then its content
  * and a newline; the generation prompt (the assistant's marker) follows
@@ -26,45 +26,7 @@
 #include "common/buf.h"
 #include "common/ts.h"
 #include "openai/parse.h"
-
-/* The template in the Jinja form of Hugging Face's chat_template, for
- * GET /v1/models and docs/API.md "Chat template". */
-#define CHAT_TEMPLATE \
-	"{% if tools %}<|tools|>\n{{ tools | tojson }}\n{% endif %}" \
-	"{% for message in messages %}<|{{ message.role }}|>\n" \
-	"{{ message.content }}\n{% endfor %}<|assistant|>\n"
-
-enum chat_role {
-	CHAT_ROLE_SYSTEM,
-	CHAT_ROLE_USER,
-	CHAT_ROLE_ASSISTANT,
-	CHAT_ROLE_TOOL          /* a tool's result (the OpenAI endpoints) */
-};
-
-/* One message: its role and its content (ptr, len; borrowed). */
-struct chat_msg {
-	enum chat_role role;
-	const char *content;    /* may be NULL if len is 0 */
-	size_t len;
-};
-
-/*
- * The role named (name, len): "system", "user" or "assistant", exactly
- * (case matters). Returns TS_EINVAL, leaving *role alone, for any other.
- */
-enum ts_err chat_role_parse(const char *name, size_t len, enum chat_role *role);
-
-/* The name of a role ("system", ...), NULL for a value out of range. */
-const char *chat_role_name(enum chat_role role);
-
-/*
- * Appends the rendering of msgs[0..n) and the generation prompt to out
- * (n may be 0: the generation prompt alone). Returns TS_ELIMIT if out
- * would exceed its max, TS_EINVAL for a role out of range; on error out
- * is as it was.
- */
-enum ts_err chat_render(const struct chat_msg *msgs, size_t n,
-    struct ts_buf *out);
+#include "proto/chat.h"
 
 /*
  * Appends the prompt of a chat (or Responses API) request rendered with
