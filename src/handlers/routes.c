@@ -112,8 +112,7 @@ cors_request_headers(const char *asked)
 
 	if (n == 0 || n > 512 || strspn(asked, "abcdefghijklmnopqrstuvwxyz"
 	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_, ") != n)
-		return "Content-Type, Last-Event-ID, Authorization, "
-		    "X-Api-Key, Anthropic-Version";
+		return "Content-Type, Last-Event-ID, Authorization";
 	return asked;
 }
 
