@@ -433,10 +433,12 @@ anthropic_encode_count(struct ts_buf *b, uint64_t n)
 /* ---- ids and signatures ---------------------------------------------- */
 
 void
-anthropic_id(const char *prefix, uint64_t seed, char *out, size_t cap)
+anthropic_id(const char *prefix, uint64_t seed, int digits, char *out,
+    size_t cap)
 {
-	static const char alnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "abcdefghijklmnopqrstuvwxyz0123456789";
+	static const char alnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz";
+	uint64_t base = digits ? 10 : 62;
 	size_t n = strlen(prefix), j;
 	uint64_t h = 0;
 
@@ -450,8 +452,8 @@ anthropic_id(const char *prefix, uint64_t seed, char *out, size_t cap)
 		/* 10 characters of 62 per fresh 64-bit word (62^10 < 2^60) */
 		if (j % 10 == 0)
 			h = rng_mix64(seed + 0x9e3779b97f4a7c15ULL * (j / 10 + 1));
-		out[n + j] = alnum[h % 62];
-		h /= 62;
+		out[n + j] = alnum[h % base];
+		h /= base;
 	}
 	out[n + 24] = '\0';
 }

@@ -131,9 +131,12 @@ enum ts_err anthropic_encode_count(struct ts_buf *b, uint64_t n);
 
 /*
  * An id of Anthropic's form: prefix ("msg_", "toolu_") and 24 characters
- * of [A-Za-z0-9] drawn from seed; out holds at least 32 bytes.
+ * of [A-Za-z0-9] drawn from seed (digits: of [0-9] only, which the
+ * documentation's examples compare as one number); out holds cap bytes,
+ * at least the prefix + 25 (else it gets "").
  */
-void anthropic_id(const char *prefix, uint64_t seed, char *out, size_t cap);
+void anthropic_id(const char *prefix, uint64_t seed, int digits, char *out,
+    size_t cap);
 
 /* A thinking block's signature, a deterministic hash of its text
  * (FNV-1a 64 mixed into 48 bytes, base64: 64 characters); out holds at

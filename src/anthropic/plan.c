@@ -38,7 +38,7 @@ anthropic_plan_make(const struct anthropic_request *req, uint64_t seed,
 	p->tool = req->tool_choice == ANTHROPIC_TOOL_NAMED ? req->tool_named :
 	    (size_t)(draw(seed, 2) % req->n_tools);
 	p->tool_use = 1;
-	anthropic_id("toolu_", draw(seed, 3), p->id, sizeof(p->id));
+	anthropic_id("toolu_", draw(seed, 3), 0, p->id, sizeof(p->id));
 	t = &req->tools[p->tool];
 	if (t->compiled == NULL)
 		rc = schema_gen_compile(t->input_schema, &steps, &own, msg,

@@ -596,8 +596,9 @@ msg_start(struct server *srv, struct reply *rp, struct msg_resp *mr,
 		return 1;
 	}
 	s = *sp;
+	/* unique per request and run; digits only (API.md's examples) */
 	anthropic_id("msg_", rng_mix64(engine_seq_id(s) ^
-	    ((uint64_t)srv->started_at << 20)), mr->id, sizeof(mr->id));
+	    ((uint64_t)srv->started_at << 20)), 1, mr->id, sizeof(mr->id));
 	mr->meta.id = mr->id;
 	mr->meta.model = model;
 	mr->meta.model_len = strlen(model);

@@ -410,17 +410,19 @@ test_ids_and_signatures(void **state)
 	size_t i;
 
 	(void)state;
-	anthropic_id("msg_", 1, a, sizeof(a));
-	anthropic_id("msg_", 2, c, sizeof(c));
+	anthropic_id("msg_", 1, 0, a, sizeof(a));
+	anthropic_id("msg_", 2, 0, c, sizeof(c));
 	assert_int_equal(strlen(a), 28);
 	assert_true(strncmp(a, "msg_", 4) == 0);
 	for (i = 4; i < 28; i++)
 		assert_non_null(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
 		    "nopqrstuvwxyz0123456789", a[i]));
 	assert_string_not_equal(a, c);
-	anthropic_id("toolu_", 1, c, sizeof(c));
+	anthropic_id("toolu_", 1, 0, c, sizeof(c));
 	assert_int_equal(strlen(c), 30);
-	anthropic_id("msg_", 1, c, 20);     /* too small: empty */
+	anthropic_id("msg_", 1, 1, c, sizeof(c));
+	assert_int_equal(strspn(c + 4, "0123456789"), 24);
+	anthropic_id("msg_", 1, 0, c, 20);     /* too small: empty */
 	assert_string_equal(c, "");
 	anthropic_signature("thought", 7, s1);
 	anthropic_signature("thought", 7, s2);
