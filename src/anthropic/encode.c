@@ -160,7 +160,7 @@ jw_error(struct jw *w, const struct http_error *err)
 	jw_cstr(w, anthropic_error_type(err->status));
 	JW(w, ",\"message\":");
 	jw_cstr(w, msg);
-	JW(w, "}}");
+	JW(w, "},\"request_id\":null}");
 }
 
 enum ts_err
@@ -197,8 +197,11 @@ anthropic_stop_name(enum anthropic_stop s)
 	}
 }
 
+/* usage: Usage (delta 0) or MessageDeltaUsage (delta 1), with output
+ * tokens `output`. */
 static void
-jw_usage(struct jw *w, const struct anthropic_usage *u, uint32_t output)
+jw_usage(struct jw *w, const struct anthropic_usage *u, uint32_t output,
+    int delta)
 {
 	JW(w, "{\"input_tokens\":");
 	jw_u64(w, u->input_tokens);
@@ -206,8 +209,17 @@ jw_usage(struct jw *w, const struct anthropic_usage *u, uint32_t output)
 	jw_u64(w, u->cache_creation_input_tokens);
 	JW(w, ",\"cache_read_input_tokens\":");
 	jw_u64(w, u->cache_read_input_tokens);
+	if (!delta)
+		JW(w, ",\"cache_creation\":{\"ephemeral_5m_input_tokens\":0,"
+		    "\"ephemeral_1h_input_tokens\":0}");
 	JW(w, ",\"output_tokens\":");
 	jw_u64(w, output);
+	JW(w, ",\"output_tokens_details\":{\"thinking_tokens\":");
+	jw_u64(w, output == 0 ? 0 : u->thinking_tokens);
+	JW(w, "},\"server_tool_use\":null");
+	if (!delta)
+		JW(w, ",\"service_tier\":\"standard\",\"inference_geo\":null,"
+		    "\"speed\":null");
 	JW(w, "}");
 }
 
@@ -255,13 +267,13 @@ jw_block(struct jw *w, const struct anthropic_block *blk, int empty)
 			JW(w, "{}");
 		else
 			jw_input(w, blk->text, blk->len);
-		JW(w, "}");
+		JW(w, ",\"caller\":{\"type\":\"direct\"}}");
 		break;
 	case ANTHROPIC_BLOCK_TEXT:
 	default:
 		JW(w, "{\"type\":\"text\",\"text\":");
 		jw_str(w, empty ? "" : blk->text, empty ? 0 : blk->len);
-		JW(w, "}");
+		JW(w, ",\"citations\":null}");
 		break;
 	}
 }
@@ -277,6 +289,7 @@ jw_stop(struct jw *w, enum anthropic_stop stop, const char *seq,
 		jw_str(w, seq, len);
 	else
 		JW(w, "null");
+	JW(w, ",\"stop_details\":null,\"container\":null");
 }
 
 static void
@@ -307,8 +320,8 @@ anthropic_encode_message(struct ts_buf *b, const struct anthropic_meta *m,
 	}
 	JW(&w, "],");
 	jw_stop(&w, stop, stop_seq, stop_seq_len);
-	JW(&w, ",\"usage\":");
-	jw_usage(&w, u, u->output_tokens);
+	JW(&w, ",\"diagnostics\":null,\"usage\":");
+	jw_usage(&w, u, u->output_tokens, 0);
 	JW(&w, "}");
 	return jw_end(&w);
 }
@@ -322,8 +335,10 @@ anthropic_encode_message_start(struct ts_buf *b,
 	ev_begin(&w, b, "message_start");
 	JW(&w, "{\"type\":\"message_start\",\"message\":");
 	jw_message_head(&w, m);
-	JW(&w, "],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":");
-	jw_usage(&w, u, 0);
+	JW(&w, "],\"stop_reason\":null,\"stop_sequence\":null,"
+	    "\"stop_details\":null,\"container\":null,\"diagnostics\":null,"
+	    "\"usage\":");
+	jw_usage(&w, u, 0, 0);
 	JW(&w, "}}");
 	return ev_end(&w);
 }
@@ -407,7 +422,7 @@ anthropic_encode_end(struct ts_buf *b, enum anthropic_stop stop,
 	JW(&w, "{\"type\":\"message_delta\",\"delta\":{");
 	jw_stop(&w, stop, stop_seq, stop_seq_len);
 	JW(&w, "},\"usage\":");
-	jw_usage(&w, u, u->output_tokens);
+	jw_usage(&w, u, u->output_tokens, 1);
 	JW(&w, "}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}");
 	return ev_end(&w);
 }

@@ -30,7 +30,8 @@
  * other 4xx invalid_request_error. */
 const char *anthropic_error_type(int status);
 
-/* {"type":"error","error":{"type":T,"message":M}}: T of err->status. */
+/* {"type":"error","error":{"type":T,"message":M},"request_id":null}
+ * (shared.d.ts ErrorResponse): T of err->status. */
 enum ts_err anthropic_encode_error(struct ts_buf *b,
     const struct http_error *err);
 
@@ -57,6 +58,8 @@ struct anthropic_usage {
 				       * no writes to bill */
 	uint32_t output_tokens;         /* every generated token, thinking
 				       * included */
+	uint32_t thinking_tokens;       /* of them, the thinking's
+				       * (output_tokens_details) */
 };
 
 /* What a Message carries apart from its content. */
@@ -85,7 +88,13 @@ struct anthropic_block {
 
 /*
  * The Message object: {"id","type":"message","role":"assistant",
- * "model","content":[blocks],"stop_reason","stop_sequence","usage"}.
+ * "model","content":[blocks],"stop_reason","stop_sequence",
+ * "stop_details":null,"container":null,"diagnostics":null,"usage"}, the
+ * fields messages.d.ts declares non-optional all present (null where
+ * tokstream has none); usage with cache_creation zeros,
+ * output_tokens_details {thinking_tokens}, server_tool_use null,
+ * service_tier "standard", inference_geo and speed null. A text block
+ * has citations null, a tool_use block caller {"type":"direct"}.
  * stop_seq (NULL: null) is the stop sequence that matched. A tool_use
  * block's input is its text when that is one whole JSON value, else {}
  * (a streamed input_json_delta sequence cut by max_tokens).
@@ -117,8 +126,9 @@ enum ts_err anthropic_encode_signature(struct ts_buf *b, uint32_t index,
 /* event content_block_stop. */
 enum ts_err anthropic_encode_block_stop(struct ts_buf *b, uint32_t index);
 
-/* event message_delta {stop_reason, stop_sequence} with usage
- * (MessageDeltaUsage: the cumulative counts), then event message_stop. */
+/* event message_delta {stop_reason, stop_sequence, stop_details null,
+ * container null} with usage (MessageDeltaUsage: the cumulative counts),
+ * then event message_stop. */
 enum ts_err anthropic_encode_end(struct ts_buf *b, enum anthropic_stop stop,
     const char *stop_seq, size_t stop_seq_len,
     const struct anthropic_usage *u);

@@ -238,6 +238,8 @@ msg_usage(struct msg_resp *mr, const struct engine_view *v,
 	mr->usage.cache_read_input_tokens = cached;
 	mr->usage.cache_creation_input_tokens = 0;
 	mr->usage.output_tokens = v->generated;
+	mr->usage.thinking_tokens = v->generated < mr->think ? v->generated :
+	    mr->think;
 }
 
 static enum ts_err

@@ -51,8 +51,9 @@ types() {
 	d=$BATS_TEST_TMPDIR
 	[ "$(post /v1/messages "$(msg hello '{"metadata":{"user_id":"u1"},"temperature":0.5,"top_p":0.9,"top_k":5}')" "$d/m")" = 200 ]
 	jq -e --arg m "$MODEL" '
-		(keys == ["content","id","model","role","stop_reason",
-			"stop_sequence","type","usage"])
+		(keys == ["container","content","diagnostics","id","model",
+			"role","stop_details","stop_reason","stop_sequence",
+			"type","usage"])
 		and (.id | test("^msg_[A-Za-z0-9]{24}$"))
 		and .type == "message" and .role == "assistant" and .model == $m
 		and (.content | length) == 1 and .content[0].type == "text"
@@ -87,7 +88,7 @@ types() {
 	jq -j '.content[0].text' "$d/m" | cmp - "$d/st"
 	events "$d/s" | jq -s -e '.[0].message.content == [] and
 		.[0].message.stop_reason == null and
-		.[1].content_block == {type:"text", text:""} and
+		.[1].content_block == {type:"text", text:"", citations:null} and
 		(.[-2] | .delta.stop_reason == "max_tokens"
 		 and .usage.output_tokens == 32)'
 	# no event ids: a POST is not resumed (as the /v1 streams)
@@ -118,14 +119,14 @@ types() {
 	jq -e --arg s "$stop" --arg w "$want" '.stop_reason == "stop_sequence"
 		and .stop_sequence == $s and .content[0].text == $w' "$d/x"
 	[ "$(post /v1/messages "$(jq -c '. + {stream:true}' <<<"$body")" "$d/xs")" = 200 ]
-	events "$d/xs" | jq -s -e --arg s "$stop" '.[-2].delta ==
-		{stop_reason:"stop_sequence", stop_sequence:$s}'
+	events "$d/xs" | jq -s -e --arg s "$stop" '.[-2].delta |
+		.stop_reason == "stop_sequence" and .stop_sequence == $s'
 }
 
 @test "errors in Anthropic's shape: 400 invalid_request_error, 404 not_found_error, 405" {
 	d=$BATS_TEST_TMPDIR
 	[ "$(post /v1/messages "$(msg hi | jq -c 'del(.max_tokens)')" "$d/e")" = 400 ]
-	jq -e '(keys == ["error","type"]) and .type == "error" and
+	jq -e '(keys == ["error","request_id","type"]) and .type == "error" and
 		(.error | keys == ["message","type"]) and
 		.error.type == "invalid_request_error" and
 		(.error.message | test("max_tokens"))' "$d/e"
@@ -260,7 +261,8 @@ types() {
 		      | .content_block.type] == ["thinking", "text"])
 		and .[-1].type == "message_stop"
 		and .[-2].usage.output_tokens > 32
-		and .[-2].usage.output_tokens <= 64'
+		and .[-2].usage.output_tokens <= 64
+		and .[-2].usage.output_tokens_details.thinking_tokens == 32'
 	# the same request not streamed: the same thinking, signature, text
 	[ "$(post /v1/messages "$(jq -c 'del(.stream)' <<<"$body")" "$d/m")" = 200 ]
 	events "$d/s" | jq -s -j '[.[] | select(.delta.type == "thinking_delta")

@@ -21,12 +21,18 @@
  *     and InternalServerError (529 overloaded_error), with Anthropic's
  *     error types; an error event after the 200 thrown by the iterator;
  *   - aborting a stream after 5 text deltas leaves at most 6 tokens
- *     generated (/_debug/generated).
+ *     generated (/_debug/generated);
+ *   - every Message, streamed event, token count and error body validates
+ *     (ajv) against anthropic-schemas.json, tokstream's transcription of
+ *     the SDK's types, which rejects broken controls (a Message without
+ *     usage, a text block with a field the types do not declare, an
+ *     unknown delta type).
  * Prints one line per failure and exits 1, or a summary and exits 0.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import { VERSION } from '@anthropic-ai/sdk/version';
 import Ajv from 'ajv';
+import fs from 'node:fs';
 
 const BASE = process.argv[2] || process.env.BASE;
 const KEY = process.argv[3] || 'sekret';
@@ -49,6 +55,25 @@ const textOf = (m) => m.content.filter((b) => b.type === 'text')
 
 const client = new Anthropic({ baseURL: BASE, apiKey: KEY, maxRetries: 0 });
 
+/* The SDK's types as JSON Schema (anthropic-schemas.json): each object
+ * the server sent is validated against its definition. */
+const schemas = JSON.parse(fs.readFileSync(new URL('./anthropic-schemas.json',
+    import.meta.url), 'utf8'));
+const ajv = new Ajv({ allErrors: true });
+ajv.addSchema(schemas);
+const validator = (name) => ajv.getSchema(`${schemas.$id}#/definitions/${name}`);
+const V = { Message: validator('Message'),
+	Event: validator('RawMessageStreamEvent'),
+	Count: validator('MessageTokensCount'),
+	Error: validator('ErrorResponse') };
+let validated = 0;
+
+function valid(kind, obj, what) {
+	validated++;
+	return check(V[kind](obj), `schema ${kind} (${what}): ${show(obj)} ` +
+	    show(V[kind].errors));
+}
+
 async function debugWhenDone(id) {
 	for (let i = 0; i < 250; i++) {
 		const d = await (await fetch(`${BASE}/_debug/generated?id=${id}`))
@@ -64,8 +89,10 @@ async function debugWhenDone(id) {
 async function events(params) {
 	const s = await client.messages.create({ ...params, stream: true });
 	const out = [];
-	for await (const ev of s)
+	for await (const ev of s) {
+		valid('Event', ev, ev.type);
 		out.push(ev);
+	}
 	return out;
 }
 
@@ -108,10 +135,38 @@ function replay(evs) {
 	return { blocks, ok: ok && open === -1 };
 }
 
+/* A create that validates its Message. */
+async function create(params, c = client) {
+	const m = await c.messages.create(params);
+	valid('Message', m, 'messages.create');
+	return m;
+}
+
 async function main() {
+	/* 0. the schemas reject broken controls */
+	const good = { id: 'msg_1', type: 'message', role: 'assistant',
+	    model: MODEL, content: [{ type: 'text', text: 'x', citations: null }],
+	    stop_reason: 'end_turn', stop_sequence: null, stop_details: null,
+	    container: null, diagnostics: null, usage: { input_tokens: 1,
+	    output_tokens: 1, cache_creation_input_tokens: 0,
+	    cache_read_input_tokens: 0, cache_creation: null,
+	    output_tokens_details: null, server_tool_use: null,
+	    service_tier: 'standard', inference_geo: null, speed: null } };
+	check(V.Message(good), `control Message rejected: ${show(V.Message.errors)}`);
+	const { usage, ...noUsage } = good;
+	check(!V.Message(noUsage), 'a Message without usage accepted');
+	check(!V.Message({ ...good, content: [{ type: 'text', text: 'x',
+	    citations: null, extra: 1 }] }), 'a text block with an extra ' +
+	    'field accepted');
+	check(!V.Event({ type: 'content_block_delta', index: 0,
+	    delta: { type: 'bogus_delta', text: 'x' } }),
+	    'an unknown delta type accepted');
+	check(!V.Error({ type: 'error', error: { type: 'api_error' },
+	    request_id: null }), 'an error without a message accepted');
+
 	/* 1. stream and not: the same text; the SDK's accumulator too */
 	const p = { model: MODEL, max_tokens: 40, messages: user('hello there') };
-	const m = await client.messages.create(p);
+	const m = await create(p);
 	check(m.type === 'message' && m.role === 'assistant' &&
 	    m.id.startsWith('msg_') && m.model === MODEL &&
 	    m.content.length === 1 && m.content[0].type === 'text' &&
@@ -127,6 +182,9 @@ async function main() {
 	    evs.at(-2).usage.output_tokens === 40, `message_delta: ` +
 	    show(evs.at(-2)));
 	const fin = await client.messages.stream(p).finalMessage();
+	/* parsed_output is the SDK's own (structured output helpers) */
+	const { parsed_output: parsed, ...finWire } = fin;
+	valid('Message', finWire, 'finalMessage');
 	check(textOf(fin) === textOf(m) && fin.stop_reason === 'max_tokens' &&
 	    fin.usage.output_tokens === 40 && fin.usage.input_tokens ===
 	    m.usage.input_tokens + m.usage.cache_read_input_tokens -
@@ -134,14 +192,14 @@ async function main() {
 	    `stream().finalMessage(): ${show(fin)} vs ${show(m)}`);
 
 	/* 2. stop_reason: end_turn (EOS), stop_sequence, max_tokens */
-	const e = await client.messages.create({ model: MODEL,
+	const e = await create({ model: MODEL,
 	    max_tokens: 2000, messages: user('a short answer please') });
 	check(e.stop_reason === 'end_turn' && e.usage.output_tokens < 2000,
 	    `end_turn: ${show(e)}`);
 	const words = textOf(m).split(' ').filter((w) => w.length > 2);
 	const stop = ' ' + words[2];
 	const cut = textOf(m).slice(0, textOf(m).indexOf(stop));
-	const ss = await client.messages.create({ ...p,
+	const ss = await create({ ...p,
 	    stop_sequences: [stop, 'zzzz'] });
 	check(ss.stop_reason === 'stop_sequence' && ss.stop_sequence === stop &&
 	    textOf(ss) === cut, `stop_sequence ${show(stop)}: ${show(ss)}`);
@@ -158,7 +216,7 @@ async function main() {
 	    input_schema: schema }, { name: 'other',
 	    input_schema: { type: 'object' } }],
 	    tool_choice: { type: 'tool', name: 'get_weather' } };
-	const t = await client.messages.create(tp);
+	const t = await create(tp);
 	const tu = t.content.find((b) => b.type === 'tool_use');
 	const validate = new Ajv().compile(schema);
 	check(t.stop_reason === 'tool_use' && tu && tu.name === 'get_weather' &&
@@ -177,7 +235,7 @@ async function main() {
 	/* 4. thinking before the text, with a signature */
 	const hp = { model: MODEL, max_tokens: 64, messages: user('think'),
 	    thinking: { type: 'enabled', budget_tokens: 16 } };
-	const h = await client.messages.create(hp);
+	const h = await create(hp);
 	check(h.content.length === 2 && h.content[0].type === 'thinking' &&
 	    h.content[0].thinking.length > 0 &&
 	    h.content[0].signature.length > 0 &&
@@ -203,11 +261,12 @@ async function main() {
 	const cp = { model: MODEL, messages: user('count me'),
 	    system: `${nonce} be brief` };
 	const c = await client.messages.countTokens(cp);
-	const cm = await client.messages.create({ ...cp, max_tokens: 5 });
+	valid('Count', c, 'countTokens');
+	const cm = await create({ ...cp, max_tokens: 5 });
 	check(c.input_tokens > 0 && c.input_tokens === cm.usage.input_tokens &&
 	    cm.usage.cache_read_input_tokens === 0,
 	    `countTokens ${show(c)} vs usage ${show(cm.usage)}`);
-	const cm2 = await client.messages.create({ ...cp, max_tokens: 5 });
+	const cm2 = await create({ ...cp, max_tokens: 5 });
 	check(c.input_tokens === cm2.usage.input_tokens +
 	    cm2.usage.cache_read_input_tokens +
 	    cm2.usage.cache_creation_input_tokens,
@@ -219,6 +278,7 @@ async function main() {
 			await fn();
 			check(false, `${what}: no error`);
 		} catch (err) {
+			valid('Error', err.error, what);
 			check(err instanceof cls && err.error?.type === 'error' &&
 			    err.error?.error?.type === type, `${what}: ` +
 			    `${err?.constructor?.name} ${err?.status} ` +
@@ -246,11 +306,14 @@ async function main() {
 		const s = await failing('midstream_error; after=3').messages
 		    .create({ ...p, stream: true });
 		let n = 0;
-		for await (const ev of s)
+		for await (const ev of s) {
+			valid('Event', ev, 'before the error');
 			if (ev.type === 'content_block_delta')
 				n++;
+		}
 		check(false, `error event: the stream ended after ${n} deltas`);
 	} catch (err) {
+		valid('Error', err.error, 'error event');
 		check(err instanceof Anthropic.APIError &&
 		    err.error?.error?.type === 'api_error',
 		    `error event: ${err?.constructor?.name} ${show(err?.error)}`);
@@ -277,7 +340,7 @@ async function main() {
 		process.exit(1);
 	}
 	console.log(`ok: @anthropic-ai/sdk ${VERSION} against ${BASE}, ` +
-	    `${checks} checks`);
+	    `${checks} checks, ${validated} objects validated`);
 }
 
 main().catch((err) => {

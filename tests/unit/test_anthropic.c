@@ -214,7 +214,7 @@ static void
 test_encode_message(void **state)
 {
 	struct anthropic_meta m = { "msg_x", "tokstream-sim", 13 };
-	struct anthropic_usage u = { 3, 16, 0, 9 };
+	struct anthropic_usage u = { 3, 16, 0, 9, 4 };
 	struct anthropic_block blk[2];
 	struct ts_buf b;
 	json_t *v;
@@ -238,10 +238,17 @@ test_encode_message(void **state)
 	assert_string_equal(s, "{\"id\":\"msg_x\",\"type\":\"message\","
 	    "\"role\":\"assistant\",\"model\":\"tokstream-sim\",\"content\":["
 	    "{\"type\":\"thinking\",\"thinking\":\"hm \\\"q\\\"\\n\","
-	    "\"signature\":\"sig\"},{\"type\":\"text\",\"text\":\"hi\"}],"
+	    "\"signature\":\"sig\"},{\"type\":\"text\",\"text\":\"hi\","
+	    "\"citations\":null}],"
 	    "\"stop_reason\":\"stop_sequence\",\"stop_sequence\":\"zz\","
+	    "\"stop_details\":null,\"container\":null,\"diagnostics\":null,"
 	    "\"usage\":{\"input_tokens\":3,\"cache_creation_input_tokens\":0,"
-	    "\"cache_read_input_tokens\":16,\"output_tokens\":9}}");
+	    "\"cache_read_input_tokens\":16,\"cache_creation\":{"
+	    "\"ephemeral_5m_input_tokens\":0,\"ephemeral_1h_input_tokens\":0},"
+	    "\"output_tokens\":9,\"output_tokens_details\":{"
+	    "\"thinking_tokens\":4},\"server_tool_use\":null,"
+	    "\"service_tier\":\"standard\",\"inference_geo\":null,"
+	    "\"speed\":null}}");
 	assert_int_equal(strlen(s), b.len);
 	free(s);
 	json_decref(v);
@@ -256,13 +263,14 @@ test_encode_message(void **state)
 	assert_int_equal(anthropic_encode_message(&b, &m, blk, 1,
 	    ANTHROPIC_STOP_TOOL_USE, NULL, 0, &u), TS_OK);
 	assert_non_null(strstr(b.p, "\"content\":[{\"type\":\"tool_use\","
-	    "\"id\":\"toolu_1\",\"name\":\"f\",\"input\":{\"a\":[1,2]}}],"
+	    "\"id\":\"toolu_1\",\"name\":\"f\",\"input\":{\"a\":[1,2]},"
+	    "\"caller\":{\"type\":\"direct\"}}],"
 	    "\"stop_reason\":\"tool_use\",\"stop_sequence\":null"));
 	blk[0].len = 6;
 	b.len = 0;
 	assert_int_equal(anthropic_encode_message(&b, &m, blk, 1,
 	    ANTHROPIC_STOP_MAX_TOKENS, NULL, 0, &u), TS_OK);
-	assert_non_null(strstr(b.p, "\"input\":{}}]"));
+	assert_non_null(strstr(b.p, "\"input\":{},\"caller\""));
 
 	/* text that is not UTF-8: refused, nothing appended */
 	blk[1].text = "\xff";
@@ -301,7 +309,7 @@ static void
 test_encode_events(void **state)
 {
 	struct anthropic_meta m = { "msg_y", "m", 1 };
-	struct anthropic_usage u = { 10, 0, 0, 4 };
+	struct anthropic_usage u = { 10, 0, 0, 4, 1 };
 	struct anthropic_block blk;
 	struct http_error err;
 	struct ts_buf b;
@@ -399,7 +407,8 @@ test_errors(void **state)
 	http_error_set(&err, 404, "t", "c", "model: \"x\"");
 	assert_int_equal(anthropic_encode_error(&b, &err), TS_OK);
 	assert_string_equal(b.p, "{\"type\":\"error\",\"error\":{\"type\":"
-	    "\"not_found_error\",\"message\":\"model: \\\"x\\\"\"}}");
+	    "\"not_found_error\",\"message\":\"model: \\\"x\\\"\"},"
+	    "\"request_id\":null}");
 	ts_buf_free(&b);
 }
 
