@@ -455,6 +455,11 @@ parse_tools(const json_t *v, struct anthropic_request *req,
 			    "missing_required_parameter" : "invalid_type",
 			    "tools.%zu.input_schema: expected a JSON Schema "
 			    "object", i);
+		if (!json_is_string(json_object_get(schema, "type")) ||
+		    strcmp(json_string_value(json_object_get(schema, "type")),
+		    "object") != 0)
+			return bad(err, "invalid_value", "tools.%zu.input_schema."
+			    "type: must be 'object' (Tool.InputSchema)", i);
 		at->input_schema = json_incref((json_t *)schema);
 		if (schema_gen_compile(schema, &steps, &at->compiled, msg,
 		    sizeof(msg)) != TS_OK)

@@ -43,7 +43,8 @@ struct anthropic_message {
 	int tool_result;         /* it holds a tool_result block */
 };
 
-/* One tool ("custom" tools: name, description, input_schema). */
+/* One tool ("custom" tools: name, description, input_schema, whose type
+ * must be "object": messages.d.ts Tool.InputSchema). */
 struct anthropic_tool {
 	char *name;              /* NUL-terminated */
 	size_t name_len;

@@ -142,6 +142,10 @@ test_parse_refusals(void **state)
 	refused("{\"model\":\"tokstream-sim\",\"max_tokens\":50,\"messages\":"
 	    "[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"name\":"
 	    "\"f\"}]}", 400, "input_schema");
+	refused("{\"model\":\"tokstream-sim\",\"max_tokens\":50,\"messages\":"
+	    "[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":[{\"name\":"
+	    "\"f\",\"input_schema\":{\"type\":\"string\"}}]}", 400,
+	    "'object'");
 	/* the model last: malformed is a 400 before an unknown model's
 	 * 404 */
 	refused("{\"model\":\"claude-x\",\"max_tokens\":5,\"messages\":"
