@@ -118,8 +118,8 @@ tool_result_text(const json_t *c, const char *where, struct ts_buf *b,
 {
 	size_t i;
 	const json_t *blk;
-	const char *p;
-	size_t n;
+	const char *p = NULL;
+	size_t n = 0;
 
 	if (c == NULL || json_is_null(c))
 		return TS_OK;
@@ -153,8 +153,8 @@ block(const json_t *blk, size_t i, size_t k, struct anthropic_message *m,
 {
 	const json_t *t = json_object_get(blk, "type");
 	char where[64];
-	const char *type, *p;
-	size_t n;
+	const char *type, *p = NULL;
+	size_t n = 0;
 
 	snprintf(where, sizeof(where), "messages.%zu.content.%zu", i, k);
 	if (!json_is_object(blk) || !json_is_string(t))
@@ -288,8 +288,8 @@ parse_system(const json_t *v, struct anthropic_request *req,
 		    &total, err);
 	} else if (json_is_array(v)) {
 		json_array_foreach(v, i, blk) {
-			const char *p;
-			size_t n;
+			const char *p = NULL;
+			size_t n = 0;
 
 			if (rc != TS_OK)
 				break;
