@@ -18,6 +18,14 @@ teardown_file() {
 	ts_stop
 }
 
+# A second server one test starts (429); stopped even if the test fails.
+teardown() {
+	[ -n "${BG_PID:-}" ] && kill "$BG_PID" 2>/dev/null || true
+	if [ -n "${RUNDIR2:-}" ]; then
+		RUNDIR=$RUNDIR2 PORT=$PORT2 ts_stop
+	fi
+}
+
 # msg CONTENT [JSON]: a request of one user message, merged with JSON;
 # max_tokens 32, prefill_ms 0 and tpot_ms 1 unless JSON says otherwise
 msg() {
@@ -185,6 +193,39 @@ types() {
 		"content_block_delta")] | length')" -eq 3 ]
 	! types "$d/s" | grep -qx message_stop || false
 	curl -s "$BASE/metrics" | grep -q 'tokstream:injected_failures_total{type="overloaded"} [1-9]'
+}
+
+@test "a full queue is a 429 rate_limit_error with Retry-After, stream and not (--max-num-seqs 1 --max-waiting 0)" {
+	d=$BATS_TEST_TMPDIR
+	local base1=$BASE rundir1=$RUNDIR port1=$PORT
+	ts_start --max-num-seqs 1 --max-waiting 0
+	RUNDIR2=$RUNDIR PORT2=$PORT
+	RUNDIR=$rundir1 PORT=$port1
+	# hold the slot: 2000 tokens at 50 ms, all but the last thinking (so
+	# no end of sequence comes before), read in the background
+	curl -sS -N -o "$d/hold" -H 'content-type: application/json' \
+		--data-binary "$(msg hold '{"stream":true,"max_tokens":2000,"tpot_ms":50,"thinking":{"type":"enabled","budget_tokens":1999}}')" \
+		"$BASE/v1/messages" &
+	BG_PID=$!
+	for i in $(seq 1 400); do
+		[ "$(curl -s "$BASE/_debug/generated" |
+			jq -r .engine.running)" = 1 ] && break
+		sleep 0.05
+	done
+	[ "$(curl -s "$BASE/_debug/generated" | jq -r .engine.running)" = 1 ]
+	for s in false true; do
+		code=$(curl -sS -o "$d/e" -D "$d/h" -w '%{http_code}' \
+			-H 'content-type: application/json' \
+			--data-binary "$(msg late "{\"stream\":$s}")" "$BASE/v1/messages")
+		[ "$code" = 429 ]
+		jq -e '.type == "error" and .error.type == "rate_limit_error"' "$d/e"
+		grep -qi '^retry-after: 1' "$d/h"
+	done
+	curl -s "$BASE/_debug/generated" | jq -e '.status == "running" and
+		.requested == 2000'
+	kill "$BG_PID"
+	BG_PID=
+	BASE=$base1
 }
 
 @test "count_tokens: input_tokens equal to the same request's usage" {
