@@ -55,8 +55,15 @@ types() {
 	sed -n 's/^event: //p' "$1"
 }
 
-@test "a non-streamed message: Anthropic's Message object, stop_reason max_tokens, usage" {
+# metric NAME: a sample's value from /metrics (NAME with its labels)
+metric() {
+	curl -s "$BASE/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+}
+
+@test "a non-streamed message: Anthropic's Message object, stop_reason max_tokens, usage, counted in /metrics" {
 	d=$BATS_TEST_TMPDIR
+	gen0=$(metric tokstream:generation_tokens_total)
+	len0=$(metric 'tokstream:request_success_total{finished_reason="length"}')
 	[ "$(post /v1/messages "$(msg hello '{"metadata":{"user_id":"u1"},"temperature":0.5,"top_p":0.9,"top_k":5}')" "$d/m")" = 200 ]
 	jq -e --arg m "$MODEL" '
 		(keys == ["container","content","diagnostics","id","model",
@@ -74,8 +81,12 @@ types() {
 	# the request is recorded like any generation
 	id=$(sed -n 's/^X-Request-Id: \([0-9]*\).*/\1/ip' "$d/m.h")
 	[ -n "$id" ]
+	wait_not_running "$id"
 	[ "$(debug_field "$id" generated)" = 32 ]
 	[ "$(debug_field "$id" status)" = done ]
+	# the metrics count it once its record is done
+	[ "$(metric tokstream:generation_tokens_total)" -eq $((gen0 + 32)) ]
+	[ "$(metric 'tokstream:request_success_total{finished_reason="length"}')" -eq $((len0 + 1)) ]
 }
 
 @test "streamed: message_start, one block's start, deltas and stop, message_delta, message_stop; the deltas joined are the non-streamed text" {
