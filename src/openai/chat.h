@@ -3,20 +3,11 @@
  * how /v1/chat/completions turns a list of messages into the prompt text
  * the model (sim/lm.h) continues. No I/O.
  *
- * Each message is its role marker on a line of its own, then its content
- * and a newline; the generation prompt (the assistant's marker) follows
- * the last message:
- *
- *   <|system|>\n{system content}\n<|user|>\n{user content}\n<|assistant|>\n
- *
- * With "tools" the request's tools array (compact JSON) comes first, as
- * "<|tools|>\n{tools}\n"; a tool's result is a "<|tool|>" message, and an
- * assistant turn of tool calls has its tool_calls array (compact JSON)
- * on a line after its content, so all of it counts as prompt tokens.
- * (Zephyr-like markers, without an end-of-turn token.) Content is copied
- * as it is: markers inside it are not escaped, and an empty content gives
- * an empty line. usage.prompt_tokens is sim_tokenize() over the rendered
- * text, and the model's default seed is rng_seed_of() of it.
+ * The template is proto/chat.h's: with "tools" the request's tools
+ * array (compact JSON) comes first, a tool's result is a "<|tool|>"
+ * message, and an assistant turn of tool calls has its tool_calls array
+ * (compact JSON) on a line after its content, so all of it counts as
+ * prompt tokens.
  */
 #ifndef TS_OPENAI_CHAT_H
 #define TS_OPENAI_CHAT_H
@@ -30,7 +21,7 @@
 
 /*
  * Appends the prompt of a chat (or Responses API) request rendered with
- * tokstream's chat template (openai/chat.h, CHAT_TEMPLATE): for each
+ * tokstream's chat template (proto/chat.h, CHAT_TEMPLATE): for each
  * message "<|ROLE|>\nCONTENT\n" (ROLE system, user or assistant), then
  * the generation prompt "<|assistant|>\n" to start the answer.
  * TS_EINVAL for a request without messages (completions); TS_ELIMIT if

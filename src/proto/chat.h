@@ -1,9 +1,22 @@
 /*
  * proto/chat.h - tokstream's chat template, every dialect's (the OpenAI
  * endpoints, Anthropic's Messages API): how a list of messages becomes
- * the prompt text the model (sim/lm.h) continues. The template itself is
- * described in openai/chat.h, whose request it was first written for.
- * No I/O.
+ * the prompt text the model (sim/lm.h) continues. No I/O.
+ *
+ * Each message is its role marker on a line of its own, then its content
+ * and a newline; the generation prompt (the assistant's marker) follows
+ * the last message:
+ *
+ *   <|system|>\n{system content}\n<|user|>\n{user content}\n<|assistant|>\n
+ *
+ * With tools, the request's tools (compact JSON, as its dialect lists
+ * them) come first, as "<|tools|>\n{tools}\n"; a tool's result is a
+ * "<|tool|>" message; each dialect renders its tool calls into the
+ * assistant's content (openai/chat.h, anthropic/parse.h), so all of it
+ * counts as prompt tokens. (Zephyr-like markers, without an end-of-turn token.) Content is copied
+ * as it is: markers inside it are not escaped, and an empty content gives
+ * an empty line. usage.prompt_tokens is sim_tokenize() over the rendered
+ * text, and the model's default seed is rng_seed_of() of it.
  */
 #ifndef TS_PROTO_CHAT_H
 #define TS_PROTO_CHAT_H
@@ -24,7 +37,8 @@ enum chat_role {
 	CHAT_ROLE_SYSTEM,
 	CHAT_ROLE_USER,
 	CHAT_ROLE_ASSISTANT,
-	CHAT_ROLE_TOOL          /* a tool's result (the OpenAI endpoints) */
+	CHAT_ROLE_TOOL          /* a tool's result (OpenAI's tool messages,
+				 * Anthropic's tool_result turns) */
 };
 
 /* One message: its role and its content (ptr, len; borrowed). */
