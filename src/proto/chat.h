@@ -13,9 +13,9 @@
  * them) come first, as "<|tools|>\n{tools}\n"; a tool's result is a
  * "<|tool|>" message; each dialect renders its tool calls into the
  * assistant's content (openai/chat.h, anthropic/parse.h), so all of it
- * counts as prompt tokens. (Zephyr-like markers, without an end-of-turn token.) Content is copied
- * as it is: markers inside it are not escaped, and an empty content gives
- * an empty line. usage.prompt_tokens is sim_tokenize() over the rendered
+ * counts as prompt tokens. (Zephyr-like markers, without an
+ * end-of-turn token.) Content is copied as it is: markers inside it are
+ * not escaped, and an empty content gives an empty line. usage.prompt_tokens is sim_tokenize() over the rendered
  * text, and the model's default seed is rng_seed_of() of it.
  */
 #ifndef TS_PROTO_CHAT_H
