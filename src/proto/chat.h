@@ -15,8 +15,9 @@
  * assistant's content (openai/chat.h, anthropic/parse.h), so all of it
  * counts as prompt tokens. (Zephyr-like markers, without an
  * end-of-turn token.) Content is copied as it is: markers inside it are
- * not escaped, and an empty content gives an empty line. usage.prompt_tokens is sim_tokenize() over the rendered
- * text, and the model's default seed is rng_seed_of() of it.
+ * not escaped, and an empty content gives an empty line.
+ * usage.prompt_tokens is sim_tokenize() over the rendered text, and the
+ * model's default seed is rng_seed_of() of it.
  */
 #ifndef TS_PROTO_CHAT_H
 #define TS_PROTO_CHAT_H
