@@ -23,7 +23,7 @@
 #include "proto/knobs.h"
 #include "text/stop.h"
 
-#define ANTHROPIC_MAX_TOKENS_CAP 8192       /* max_tokens (HTTP_MAX_TOKENS_CAP) */
+#define ANTHROPIC_MAX_TOKENS_CAP 8192   /* max_tokens (HTTP_MAX_TOKENS_CAP) */
 #define ANTHROPIC_MAX_MESSAGES 256          /* messages per request */
 #define ANTHROPIC_MAX_BLOCKS 256            /* content blocks per message */
 #define ANTHROPIC_MAX_CONTENT_BYTES (1u << 20) /* all the text rendered */
