@@ -142,7 +142,7 @@ metric() {
 		.stop_reason == "stop_sequence" and .stop_sequence == $s'
 }
 
-@test "errors in Anthropic's shape: 400 invalid_request_error, 404 not_found_error, 405" {
+@test "errors in Anthropic's shape: 400 invalid_request_error, 404 not_found_error, 413 request_too_large, 405" {
 	d=$BATS_TEST_TMPDIR
 	[ "$(post /v1/messages "$(msg hi | jq -c 'del(.max_tokens)')" "$d/e")" = 400 ]
 	jq -e '(keys == ["error","request_id","type"]) and .type == "error" and
@@ -161,6 +161,12 @@ metric() {
 	[ "$(post /v1/messages "$(msg hi '{"max_tokens":0}')" "$d/e")" = 400 ]
 	[ "$(post /v1/messages "$(msg hi '{"temperature":1.5}')" "$d/e")" = 400 ]
 	jq -e '.error.message | test("temperature")' "$d/e"
+	# a body over 1 MiB (and under lighttpd's own 2 MiB limit)
+	head -c 1500000 /dev/zero | tr '\0' x |
+		jq -Rsc --arg m "$MODEL" '{model:$m, max_tokens:5,
+		  messages:[{role:"user", content:.}]}' >"$d/big"
+	[ "$(post /v1/messages @"$d/big" "$d/e")" = 413 ]
+	jq -e '.type == "error" and .error.type == "request_too_large"' "$d/e"
 	[ "$(curl -sS -o "$d/e" -w '%{http_code}' -H "x-api-key: $KEY" "$BASE/v1/messages")" = 405 ]
 	jq -e '.type == "error" and .error.type == "invalid_request_error"' "$d/e"
 }
