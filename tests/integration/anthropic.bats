@@ -330,6 +330,22 @@ metric() {
 		| .delta.signature')" = "$(jq -r '.content[0].signature' "$d/m")" ]
 	jq -e '[.content[].type] == ["thinking","text"] and
 		(.content[0].signature | length) > 0' "$d/m"
+	# paced: the first thinking delta is out while the sequence still
+	# runs (80 ms a token: the text is 2.5 s away, the end 5 s)
+	curl -sS -N -o "$d/p" -H 'content-type: application/json' \
+		-H "x-api-key: $KEY" --data-binary "$(jq -c '. + {tpot_ms:80,
+		prefill_ms:0}' <<<"$body")" "$BASE/v1/messages" &
+	BG_PID=$!
+	for i in $(seq 1 400); do
+		grep -q thinking_delta "$d/p" 2>/dev/null && break
+		sleep 0.02
+	done
+	grep -q thinking_delta "$d/p"
+	! grep -q '"text_delta"' "$d/p" || false
+	curl -s "$BASE/_debug/generated" | jq -e '.status == "running"'
+	wait "$BG_PID"
+	BG_PID=
+	types "$d/p" | tail -n 1 | grep -qx message_stop
 	# the budget must be below max_tokens, and thinking cannot be forced
 	# into a tool
 	[ "$(post /v1/messages "$(msg hi '{"thinking":{"type":"enabled","budget_tokens":32}}')" "$d/e")" = 400 ]
