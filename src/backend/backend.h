@@ -46,6 +46,10 @@ struct engine_sampling {
 				 * (rng_seed_of), so a request without one
 				 * still gets the same tokens every time */
 	int ignore_eos;         /* nonzero: never end with an EOS token */
+	uint32_t min_tokens;    /* vLLM's min_tokens: no EOS among the
+				 * first min_tokens generated tokens (a
+				 * thinking phase is followed by an
+				 * answer: text/think.h); 0: none */
 	/* Guided decoding (vLLM's guided_decoding, here by forcing): when
 	 * guide is not NULL the sequence's text is exactly (guide,
 	 * guide_len) bytes, tokenized by the backend, then an EOS token

@@ -6,24 +6,40 @@
 #include <string.h>
 #include <strings.h>
 
-int
-auth_bearer_ok(const char *header, const char *key)
+/* 1 when tok is key, comparing every byte of the key whatever tok
+ * holds. */
+static int
+same_key(const char *tok, const char *key)
 {
-	size_t klen = strlen(key), tlen, i;
-	const char *tok;
+	size_t klen = strlen(key), tlen = strlen(tok), i;
 	unsigned char diff;
 
-	if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
-		return 0;
-	for (tok = header + 7; *tok == ' '; tok++)
-		;
-	tlen = strlen(tok);
 	/* Every byte of the key is compared, whatever the token holds; a
 	 * token of another length still costs the same loop. */
 	diff = (unsigned char)(tlen != klen);
 	for (i = 0; i < klen; i++)
 		diff |= (unsigned char)(key[i] ^ (i < tlen ? tok[i] : 0));
 	return diff == 0;
+}
+
+int
+auth_bearer_ok(const char *header, const char *key)
+{
+	const char *tok;
+
+	if (header == NULL || strncasecmp(header, "Bearer ", 7) != 0)
+		return 0;
+	for (tok = header + 7; *tok == ' '; tok++)
+		;
+	return same_key(tok, key);
+}
+
+int
+auth_key_ok(const char *header, const char *key)
+{
+	if (header == NULL || header[0] == '\0')
+		return 0;
+	return same_key(header, key);
 }
 
 int

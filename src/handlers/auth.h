@@ -23,6 +23,13 @@
 int auth_bearer_ok(const char *header, const char *key);
 
 /*
+ * 1 when `header` (Anthropic's x-api-key header's value, HTTP_X_API_KEY;
+ * NULL or "" when absent) is exactly `key`, in the same constant time
+ * as auth_bearer_ok; else 0.
+ */
+int auth_key_ok(const char *header, const char *key);
+
+/*
  * Checks a key from --api-key or the first line of --api-key-file: 1 to
  * AUTH_MAX_KEY_BYTES visible ASCII bytes (0x21..0x7e: a bearer token
  * holds no space or control byte). 0 when valid, else -1.

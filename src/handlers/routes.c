@@ -12,6 +12,7 @@
 #include "proto/http.h"
 #include "handlers/lab.h"
 #include "handlers/ollama.h"
+#include "handlers/messages.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
 #include "handlers/tokenize.h"
@@ -29,6 +30,7 @@ enum endpoint_id {
 	EP_OLLAMA_CHAT, EP_OLLAMA_GENERATE, EP_OLLAMA_TAGS, EP_OLLAMA_PS,
 	EP_OLLAMA_SHOW, EP_OLLAMA_VERSION,
 	EP_TOKENIZE, EP_DETOKENIZE,
+	EP_MESSAGES, EP_COUNT_TOKENS,
 	EP_NONE
 };
 
@@ -51,6 +53,8 @@ static const struct endpoint endpoints[] = {
 	{ "/v1/responses", EP_RESPONSES, M_POST, 0, 0 },
 	{ "/v1/models", EP_MODELS, M_GET, 0, 0 },
 	{ "/v1/models/", EP_MODEL, M_GET, 1, 0 },
+	{ "/v1/messages", EP_MESSAGES, M_POST, 0, 0 },
+	{ "/v1/messages/count_tokens", EP_COUNT_TOKENS, M_POST, 0, 0 },
 	{ "/_debug/generated", EP_DEBUG, M_GET, 0, 1 },
 	{ "/metrics", EP_METRICS, M_GET, 0, 1 },
 	{ "/api/chat", EP_OLLAMA_CHAT, M_POST, 0, 0 },
@@ -74,6 +78,33 @@ openai_path(const char *uri)
 	return strncmp(uri, "/v1/", 4) == 0 ||
 	    (plen == 9 && memcmp(uri, "/tokenize", 9) == 0) ||
 	    (plen == 11 && memcmp(uri, "/detokenize", 11) == 0);
+}
+
+/* 1 for a path of Anthropic's Messages API (/v1/messages...), whose
+ * errors take Anthropic's shape (handlers/messages.h). */
+static int
+anthropic_path(const char *uri, size_t plen)
+{
+	return plen >= 12 && memcmp(uri, "/v1/messages", 12) == 0 &&
+	    (plen == 12 || uri[12] == '/');
+}
+
+/* An error in the shape of the path's dialect: Anthropic's on its
+ * paths, OpenAI's on the rest of /v1/ and vLLM's tokenizer endpoints,
+ * Ollama's under /api/, the lab's elsewhere. extra: more head lines or
+ * NULL. */
+static void
+route_error(struct reply *c, const char *uri, size_t plen,
+    struct http_error *err, const char *extra)
+{
+	if (anthropic_path(uri, plen))
+		messages_fail(c, err, extra);
+	else if (openai_path(uri))
+		reply_error_v1(c, err, extra, 0);
+	else if (plen >= 5 && memcmp(uri, "/api/", 5) == 0)
+		ollama_fail(c, err, extra);
+	else
+		reply_error(c, err, extra, 0);
 }
 
 /* The endpoint at path (uri, plen), or NULL. */
@@ -141,8 +172,8 @@ options_answer(struct reply *c, const struct endpoint *e)
 	reply_head(c, 204, NULL, 0, head);
 }
 
-/* 405 for a method the endpoint does not take, with Allow; /v1 paths in
- * the OpenAI error shape. */
+/* 405 for a method the endpoint does not take, with Allow, in the shape
+ * of the path's dialect (route_error). */
 static void
 not_allowed(struct reply *c, const struct endpoint *e, const char *method,
     const char *uri, size_t plen)
@@ -155,12 +186,7 @@ not_allowed(struct reply *c, const struct endpoint *e, const char *method,
 	    method, (int)(plen > 128 ? 128 : plen), uri,
 	    e->methods == M_POST ? "POST" : "GET or HEAD");
 	snprintf(allow, sizeof(allow), "Allow: %s\r\n", allow_of(e->methods));
-	if (openai_path(uri))
-		reply_error_v1(c, &err, allow, 0);
-	else if (strncmp(uri, "/api/", 5) == 0)
-		ollama_fail(c, &err, allow);
-	else
-		reply_error(c, &err, allow, 0);
+	route_error(c, uri, plen, &err, allow);
 }
 
 /* /v1/models/{id}: the id after the prefix, percent-decoded as a path
@@ -246,17 +272,14 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    "responder twice in one 64 KiB FastCGI record); send "
 		    "long prompts with POST /generate or the /v1 endpoints",
 		    strlen(uri + plen) - 1, HTTP_MAX_QUERY_BYTES);
-		if (openai_path(uri))
-			reply_error_v1(c, &err, NULL, 0);
-		else if (strncmp(uri, "/api/", 5) == 0)
-			ollama_fail(c, &err, NULL);
-		else
-			reply_error(c, &err, NULL, 0);
+		route_error(c, uri, plen, &err, NULL);
 		return;
 	}
 	if (key_needed(srv->opt, e, uri, plen, method) &&
 	    !auth_bearer_ok(conn_param(conn, "HTTP_AUTHORIZATION"),
-	    srv->opt->api_key)) {
+	    srv->opt->api_key) && !(anthropic_path(uri, plen) &&
+	    auth_key_ok(conn_param(conn, "HTTP_X_API_KEY"),
+	    srv->opt->api_key))) {
 		/* OpenAI's answer to a missing or wrong key, in the shape of
 		 * the path's dialect; RFC 6750 section 3: a 401 names the
 		 * scheme in WWW-Authenticate */
@@ -266,13 +289,14 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    conn_param(conn, "HTTP_AUTHORIZATION")[0] == '\0' ?
 		    "You didn't provide an API key" :
 		    "Incorrect API key provided");
-		if (openai_path(uri))
-			reply_error_v1(c, &err, "WWW-Authenticate: Bearer\r\n",
-			    0);
-		else if (strncmp(uri, "/api/", 5) == 0)
-			ollama_fail(c, &err, "WWW-Authenticate: Bearer\r\n");
-		else
-			reply_error(c, &err, "WWW-Authenticate: Bearer\r\n", 0);
+		if (anthropic_path(uri, plen))
+			snprintf(err.message, sizeof(err.message), "%s",
+			    conn_param(conn, "HTTP_X_API_KEY")[0] == '\0' &&
+			    conn_param(conn, "HTTP_AUTHORIZATION")[0] ==
+			    '\0' ? "x-api-key header is required" :
+			    "invalid x-api-key");
+		route_error(c, uri, plen, &err,
+		    "WWW-Authenticate: Bearer\r\n");
 		return;
 	}
 	if (e == NULL) {
@@ -280,23 +304,23 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 			http_error_set(&err, 404, "invalid_request_error",
 			    "unknown_url", "no endpoint at %.*s; tokstream "
 			    "serves /v1/completions, /v1/chat/completions, "
-			    "/v1/responses and /v1/models",
+			    "/v1/responses, /v1/models and /v1/messages",
 			    (int)(plen > 128 ? 128 : plen), uri);
-			reply_error_v1(c, &err, NULL, 0);
+			route_error(c, uri, plen, &err, NULL);
 		} else if (plen >= 5 && memcmp(uri, "/api/", 5) == 0) {
 			http_error_set(&err, 404, "not_found_error",
 			    "unknown_path", "no endpoint at %.*s; tokstream "
 			    "serves Ollama's /api/chat, /api/generate, "
 			    "/api/tags, /api/show, /api/ps and /api/version",
 			    (int)(plen > 128 ? 128 : plen), uri);
-			ollama_fail(c, &err, NULL);
+			route_error(c, uri, plen, &err, NULL);
 		} else {
 			http_error_set(&err, 404, "not_found_error",
 			    "unknown_path", "no endpoint at %.*s; try GET "
 			    "/stream?prompt=hello, POST /generate or GET "
 			    "/_debug/generated",
 			    (int)(plen > 128 ? 128 : plen), uri);
-			reply_error(c, &err, NULL, 0);
+			route_error(c, uri, plen, &err, NULL);
 		}
 		return;
 	}
@@ -318,12 +342,7 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 	if (atomic_load(&srv->stopping)) {
 		http_error_set(&err, 503, "server_error", "shutdown",
 		    "the server is shutting down");
-		if (openai_path(uri))
-			reply_error_v1(c, &err, "Retry-After: 1\r\n", 0);
-		else if (strncmp(uri, "/api/", 5) == 0)
-			ollama_fail(c, &err, "Retry-After: 1\r\n");
-		else
-			reply_error(c, &err, "Retry-After: 1\r\n", 0);
+		route_error(c, uri, plen, &err, "Retry-After: 1\r\n");
 		return;
 	}
 	switch (e->id) {
@@ -338,6 +357,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		model_at(srv, c, uri + strlen(e->path),
 		    plen - strlen(e->path));
 		break;
+	case EP_MESSAGES: messages_create(srv, c); break;
+	case EP_COUNT_TOKENS: messages_count_tokens(srv, c); break;
 	case EP_DEBUG: debug_generated(srv, c); break;
 	case EP_METRICS: debug_metrics(srv, c); break;
 	case EP_OLLAMA_CHAT: ollama_generate(srv, c, OLLAMA_CHAT); break;

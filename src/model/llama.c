@@ -54,6 +54,9 @@ struct model_seq {
 	float temperature;           /* this sequence's sampling */
 	float top_p;
 	int ignore_eos;              /* EOS and BOS masked before sampling */
+	uint32_t min_tokens;         /* ... and while fewer than this many
+				      * were sampled (sampling.min_tokens) */
+	uint32_t sampled;            /* tokens sampled so far */
 };
 
 void
@@ -68,7 +71,7 @@ model_options_defaults(struct model_options *o)
 static uint32_t
 seq_sample(const struct model_backend *mb, struct model_seq *s)
 {
-	if (s->ignore_eos) {
+	if (s->ignore_eos || s->sampled++ < s->min_tokens) {
 		s->logits[MODEL_TOKEN_EOS] = -INFINITY;
 		s->logits[MODEL_TOKEN_BOS] = -INFINITY;
 	}
@@ -164,6 +167,7 @@ backend_seq_start(void *impl, uint32_t model, const char *prompt, size_t len,
 	s->temperature = (float)samp->temperature;
 	s->top_p = (float)samp->top_p;
 	s->ignore_eos = samp->ignore_eos;
+	s->min_tokens = samp->min_tokens;
 	s->rng = model_rng_seed(samp->has_seed ? samp->seed :
 	    rng_seed_of(prompt, len));
 

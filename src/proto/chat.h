@@ -1,7 +1,7 @@
 /*
  * proto/chat.h - the chat template every dialect renders its messages
  * with (the OpenAI endpoints' /v1/chat/completions and /v1/responses,
- * Ollama's /api/chat): how a list of messages becomes the prompt text the
+ * Anthropic's /v1/messages, Ollama's /api/chat): how a list of messages becomes the prompt text the
  * model (sim/lm.h) continues. No I/O.
  *
  * Each message is its role marker on a line of its own, then its content
@@ -38,7 +38,8 @@ enum chat_role {
 	CHAT_ROLE_SYSTEM,
 	CHAT_ROLE_USER,
 	CHAT_ROLE_ASSISTANT,
-	CHAT_ROLE_TOOL          /* a tool's result */
+	CHAT_ROLE_TOOL          /* a tool's result (OpenAI's tool messages,
+				 * Anthropic's tool_result turns) */
 };
 
 /* One message: its role and its content (ptr, len; borrowed). */

@@ -113,6 +113,7 @@ http_reason(int status)
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
+	case 529: return "Site Is Overloaded";   /* Anthropic's overloaded */
 	}
 	return "";
 }

@@ -647,7 +647,7 @@ sim_lm_next(struct sim_lm *lm)
 	if (lm->ended)
 		return SIM_EOS_ID;
 	sim_lm_score(lm);
-	if (lm->params.ignore_eos)
+	if (lm->params.ignore_eos || lm->produced < lm->params.min_tokens)
 		lm->logit[n - 1] = -INFINITY;
 	for (k = 0; k < n; k++)
 		if (lm->logit[k] > max) {
@@ -671,7 +671,7 @@ sim_lm_force(struct sim_lm *lm, uint32_t id)
 	if (lm->ended)
 		return SIM_EOS_ID;
 	sim_lm_score(lm);
-	if (lm->params.ignore_eos)
+	if (lm->params.ignore_eos || lm->produced < lm->params.min_tokens)
 		lm->logit[sim_lm_ncand() - 1] = -INFINITY;
 	return sim_lm_take(lm, id);
 }

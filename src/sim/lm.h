@@ -37,7 +37,8 @@
  *      at temperature 1 the median answer is 65 tokens, 90% end within
  *      120 and all within 200; greedy ones run 16..91 (median 39); at
  *      temperature 2, median 143, 99% within 470. ignore_eos masks EOS
- *      before sampling.
+ *      before sampling, and min_tokens while fewer ids than it were
+ *      produced (a thinking phase: text/think.h).
  *   4. sampling: logits / temperature, softmax, the top_p nucleus (the
  *      smallest set of most probable candidates, ties broken by lower id,
  *      whose probability sums to >= top_p), and a draw with xoshiro256**

@@ -1,5 +1,5 @@
 /*
- * test_gen_chat.c - unit tests of the chat template (src/openai/chat.c):
+ * test_gen_chat.c - unit tests of the chat template (src/proto/chat.c):
  * rendering, role names, limits, and that the rendered prompt drives the
  * model.
  */
