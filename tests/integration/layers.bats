@@ -43,14 +43,14 @@ setup() {
 }
 
 @test "a folder with no row, a file outside every folder and a bare include fail" {
-	mkdir "$copy/src/anthropic"
-	echo '#include "openai/encode.h"' > "$copy/src/anthropic/encode.c"
+	mkdir "$copy/src/gemini"
+	echo '#include "openai/encode.h"' > "$copy/src/gemini/encode.c"
 	echo 'int x;' > "$copy/src/stray.c"
 	echo '#include "buf.h"' >> "$copy/src/common/ts.h"
 	run "$copy/scripts/check-layers"
 	echo "$output"
 	[ "$status" -eq 1 ]
-	[[ "$output" == *"src/anthropic/: not in the table of layers"* ]]
+	[[ "$output" == *"src/gemini/: not in the table of layers"* ]]
 	[[ "$output" == *"src/stray.c: outside every layer"* ]]
 	[[ "$output" == *"src/common/ts.h:"*'"buf.h" names no layer'* ]]
 }
