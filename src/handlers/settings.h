@@ -81,6 +81,13 @@ struct options {
 	 * metrics_dialect) */
 	const char *metrics_prefix;
 	char id_prefix[16];          /* "NAME-", or "" when unnamed */
+	/* --reasoning always: every request thinks first (text/think.h:
+	 * THINK_DEFAULT_EFFORT unless it names an effort or disables
+	 * thinking); 0: only those that ask (the default) */
+	int reasoning_always;
+	/* --reasoning-field: chat's thinking field, "reasoning" (the
+	 * default, vLLM's) or "reasoning_content" (DeepSeek's) */
+	const char *reasoning_field;
 };
 
 #endif /* TS_HANDLERS_SETTINGS_H */

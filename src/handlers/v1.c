@@ -27,6 +27,7 @@
 #include "handlers/server.h"
 #include "proto/sse.h"
 #include "handlers/submit.h"
+#include "text/think.h"
 
 /* Every stop string the API takes reaches the engine. */
 _Static_assert(OPENAI_MAX_STOP <= STOP_MAX, "more stop strings than the "
@@ -59,6 +60,8 @@ struct v1_choice {
 	struct engine_sampling sampling; /* its sequence's (v1_plan) */
 	uint32_t lp_upto;             /* tokens whose text was released (the
 				       * whole answer's logprobs) */
+	struct ts_buf reasoning;      /* the thinking so far: not streamed,
+				       * or a /v1/responses stream */
 };
 
 /* What an injected failure keeps from the client (inject.h). */
@@ -86,6 +89,8 @@ struct v1_resp {
 	enum v1_silent silent;        /* an injected timeout or cut */
 	int injected;                 /* a mid-stream failure to count if it
 				       * fires (enum inject_kind), or 0 */
+	uint32_t think;               /* each choice's thinking tokens
+				       * (text/think.h; v1_think) */
 };
 
 /* Counts an injected mid-stream failure that ended the response. */
@@ -107,8 +112,10 @@ v1_resp_free(struct relay *r)
 
 	openai_request_free(&vr->req);
 	openai_plan_free(&vr->plan);
-	for (i = 0; i < vr->n; i++)
+	for (i = 0; i < vr->n; i++) {
 		ts_buf_free(&vr->ch[i].text);
+		ts_buf_free(&vr->ch[i].reasoning);
+	}
 	free(vr->ch);
 	free(vr);
 }
@@ -331,7 +338,10 @@ v1_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 		return TS_OK;
 	lp = v1_logprobs(r, ch, index + 1, &l, &src);
 	v1_enter(vr, r->choice);
-	if (ch->plan->ncalls > 0)
+	if (think_is_thinking(vr->think, index))
+		rc = openai_encode_reasoning_chunk(out, &vr->stream, text, len,
+		    lp);
+	else if (ch->plan->ncalls > 0)
 		rc = v1_tool_token(vr, ch, out, text, len, lp);
 	else
 		rc = openai_encode_chunk_lp(out, &vr->stream, text, len, lp);
@@ -353,9 +363,13 @@ v1_usage(struct v1_resp *vr, const struct engine_view *v0)
 
 	vr->usage.completion_tokens = v0->generated;
 	vr->usage.cached_tokens = v0->cached_tokens;
+	vr->usage.reasoning_tokens = v0->generated < vr->think ?
+	    v0->generated : vr->think;
 	for (i = 1; i < vr->n; i++) {
 		engine_seq_view(vr->ch[i].seq, &v);
 		vr->usage.completion_tokens += v.generated;
+		vr->usage.reasoning_tokens += v.generated < vr->think ?
+		    v.generated : vr->think;
 	}
 }
 
@@ -546,6 +560,7 @@ static enum ts_err
 v1_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
     const char *text, size_t len, int *event)
 {
+	struct v1_resp *vr = r->resp;
 	struct v1_choice *ch = v1_cur(r);
 
 	(void)out;
@@ -554,7 +569,8 @@ v1_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	 * its logprobs (as in a stream) */
 	if (len > 0)
 		ch->lp_upto = index + 1;
-	return ts_buf_append(&ch->text, text, len) == TS_OK ? TS_OK :
+	return ts_buf_append(think_is_thinking(vr->think, index) ?
+	    &ch->reasoning : &ch->text, text, len) == TS_OK ? TS_OK :
 	    TS_ELIMIT;
 }
 
@@ -602,6 +618,11 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		cs[i].x.calls = calls[i];
 		cs[i].x.ncalls = ch->plan->ncalls > 0 ? v1_calls(vr, ch,
 		    calls[i]) : 0;
+		if (vr->think > 0) {
+			cs[i].x.reasoning = ch->reasoning.p != NULL ?
+			    ch->reasoning.p : "";
+			cs[i].x.reasoning_len = ch->reasoning.len;
+		}
 	}
 	rc = vr->meta.kind == OPENAI_RESPONSES && cs[0].x.ncalls > 0 ?
 	    openai_resp_encode_calls(out, &vr->rmeta, calls[0],
@@ -839,10 +860,35 @@ v1_plan(struct server *srv, struct v1_resp *vr, const struct v1_job *vj,
 
 		ts_buf_init(&ch->text, (size_t)HTTP_MAX_TOKENS_CAP *
 		    srv->backend->max_token_bytes * 3);
+		ts_buf_init(&ch->reasoning, (size_t)HTTP_MAX_TOKENS_CAP *
+		    srv->backend->max_token_bytes * 3);
 		ch->plan = &vr->plan;
 		v1_sampling(vr, k, base, &ch->sampling);
 	}
 	return 0;
+}
+
+/*
+ * The thinking of a chat or Responses answer in free text (no tool call,
+ * no guided output: those stay whole): think_tokens of the request's
+ * effort (or, with --reasoning always, the default one) within
+ * max_tokens, the same for every choice, whose min_tokens then keeps EOS
+ * out of it (text/think.h). usage.reasoning: the request thinks.
+ */
+static void
+v1_think(struct server *srv, struct v1_resp *vr, uint32_t max_tokens)
+{
+	uint32_t budget, k;
+
+	if (vr->req.kind == OPENAI_COMPLETIONS || vr->plan.guided ||
+	    vr->plan.ncalls > 0)
+		return;
+	budget = think_effort_budget(vr->req.effort,
+	    srv->opt->reasoning_always);
+	vr->usage.reasoning = budget > 0;
+	vr->think = think_tokens(budget, max_tokens);
+	for (k = 0; k < vr->n; k++)
+		vr->ch[k].sampling.min_tokens = think_min_tokens(vr->think);
 }
 
 /*
@@ -883,6 +929,7 @@ v1_fill(struct server *srv, struct reply *rp, struct v1_resp *vr,
 		vj->stop_len[i] = job->stop_len[i] = vr->req.stop[i].len;
 	}
 	job->nstop = i;
+	v1_think(srv, vr, job->max_tokens);
 	job->sampling = vr->ch[0].sampling;
 }
 
@@ -966,6 +1013,7 @@ v1_meta(struct server *srv, struct v1_resp *vr, enum openai_kind kind,
 	vr->meta.model = model;
 	vr->meta.model_len = strlen(model);
 	vr->meta.id_prefix = srv->opt->id_prefix;
+	vr->meta.reasoning_field = srv->opt->reasoning_field;
 	vr->usage.prompt_tokens = (uint32_t)job->prompt_tokens;
 	vr->rmeta.id = vr->meta.id;
 	vr->rmeta.id_prefix = vr->meta.id_prefix;
@@ -1070,6 +1118,7 @@ v1_discard(struct server *srv, struct v1_resp *vr)
 			engine_release(srv->engine, vr->ch[k].seq);
 		}
 		ts_buf_free(&vr->ch[k].text);
+		ts_buf_free(&vr->ch[k].reasoning);
 	}
 	free(vr->ch);
 	openai_plan_free(&vr->plan);

@@ -220,7 +220,21 @@ usage(struct jw *w, const struct openai_usage *u)
 	    (long long)u->completion_tokens);
 	JW_LIT(w, ",\"prompt_tokens_details\":{\"cached_tokens\":");
 	jw_int(w, (long long)u->cached_tokens);
-	JW_LIT(w, "}}");
+	JW_LIT(w, "}");
+	if (u->reasoning) {
+		JW_LIT(w, ",\"completion_tokens_details\":{"
+		    "\"reasoning_tokens\":");
+		jw_int(w, (long long)u->reasoning_tokens);
+		JW_LIT(w, "}");
+	}
+	JW_LIT(w, "}");
+}
+
+/* The chat field of the thinking (meta.reasoning_field). */
+static const char *
+reasoning_field(const struct openai_meta *m)
+{
+	return m->reasoning_field != NULL ? m->reasoning_field : "reasoning";
 }
 
 /* ---- logprobs ----------------------------------------------------------- */
@@ -457,10 +471,12 @@ calls_json(struct jw *w, const struct openai_tool_call *c, size_t n)
 
 /* One choice object of a whole answer. */
 static void
-choice_json(struct jw *w, enum openai_kind kind, uint32_t index,
+choice_json(struct jw *w, const struct openai_meta *m, uint32_t index,
     const struct openai_choice *c)
 {
 	const struct openai_extra *x = &c->x;
+	const char *field = reasoning_field(m);
+	enum openai_kind kind = m->kind;
 
 	JW_LIT(w, "{\"index\":");
 	jw_int(w, (long long)index);
@@ -474,6 +490,12 @@ choice_json(struct jw *w, enum openai_kind kind, uint32_t index,
 		 * sends null when the model did not refuse */
 		JW_LIT(w, ",\"message\":{\"role\":\"assistant\",\"content\":");
 		jw_str(w, c->text, c->len);
+		if (x->reasoning != NULL) {
+			JW_LIT(w, ",\"");
+			jw_raw(w, field, strlen(field));
+			JW_LIT(w, "\":");
+			jw_str(w, x->reasoning, x->reasoning_len);
+		}
 		JW_LIT(w, ",\"refusal\":null}");
 	} else {
 		JW_LIT(w, ",\"text\":");
@@ -499,7 +521,7 @@ openai_encode_response_n(struct ts_buf *b, const struct openai_meta *m,
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			JW_LIT(&w, ",");
-		choice_json(&w, m->kind, (uint32_t)i, &c[i]);
+		choice_json(&w, m, (uint32_t)i, &c[i]);
 	}
 	JW_LIT(&w, "],\"usage\":");
 	usage(&w, u);
@@ -598,6 +620,32 @@ openai_encode_chunk(struct ts_buf *b, struct openai_stream *s,
     const char *text, size_t len)
 {
 	return openai_encode_chunk_lp(b, s, text, len, NULL);
+}
+
+enum ts_err
+openai_encode_reasoning_chunk(struct ts_buf *b, struct openai_stream *s,
+    const char *text, size_t len, const struct openai_lp_src *logprobs)
+{
+	const char *field = reasoning_field(&s->meta);
+	struct jw w;
+
+	jw_begin(&w, b);
+	chunk_open(&w, s);
+	JW_LIT(&w, ",\"delta\":{");
+	if (!s->role_sent)
+		JW_LIT(&w, "\"role\":\"assistant\",\"content\":null,");
+	JW_LIT(&w, "\"");
+	jw_raw(&w, field, strlen(field));
+	JW_LIT(&w, "\":");
+	jw_str(&w, text, len);
+	JW_LIT(&w, "}");
+	logprobs_field(&w, s->meta.kind, logprobs);
+	JW_LIT(&w, ",\"finish_reason\":null");
+	chunk_close(&w, s);
+	if (jw_end(&w) != TS_OK)
+		return w.rc;
+	s->role_sent = 1;
+	return TS_OK;
 }
 
 enum ts_err

@@ -21,6 +21,10 @@ struct openai_meta {
 	size_t model_len;
 	const char *id_prefix;   /* before the id: "NAME-" on a named
 				  * server (--instance), NULL or "" */
+	const char *reasoning_field; /* chat: the thinking's field in a
+				  * delta and a message, "reasoning"
+				  * (vLLM's) or "reasoning_content"
+				  * (DeepSeek's); NULL: "reasoning" */
 };
 
 /* Token counts; total_tokens is their sum. cached_tokens (of
@@ -31,6 +35,13 @@ struct openai_usage {
 	uint32_t prompt_tokens;
 	uint32_t completion_tokens;
 	uint32_t cached_tokens;
+	/* of completion_tokens, the thinking's (text/think.h), sent as
+	 * completion_tokens_details.reasoning_tokens (the SDK's
+	 * CompletionUsage, resources/completions.d.ts) when `reasoning`
+	 * (the request thinks), and as /v1/responses'
+	 * output_tokens_details.reasoning_tokens always */
+	uint32_t reasoning_tokens;
+	int reasoning;
 };
 
 /* One tool call of an answer (chat): its arguments are JSON text. */
@@ -100,6 +111,9 @@ struct openai_extra {
 	const struct openai_tool_call *calls;  /* chat: message.tool_calls
 				  * with content null */
 	size_t ncalls;
+	const char *reasoning;   /* chat: the thinking, message.reasoning
+				  * (meta.reasoning_field); NULL: none */
+	size_t reasoning_len;
 };
 
 /*
@@ -203,6 +217,16 @@ enum ts_err openai_encode_tool_delta(struct ts_buf *b,
 
 enum ts_err openai_encode_chunk(struct ts_buf *b, struct openai_stream *s,
     const char *text, size_t len);
+
+/*
+ * A chat chunk of thinking: its delta {"reasoning":TEXT} (the field
+ * meta.reasoning_field names: vLLM's DeltaMessage.reasoning, DeepSeek's
+ * reasoning_content), the stream's first with "role":"assistant" and
+ * "content":null before it; logprobs NULL: null.
+ */
+enum ts_err openai_encode_reasoning_chunk(struct ts_buf *b,
+    struct openai_stream *s, const char *text, size_t len,
+    const struct openai_lp_src *logprobs);
 
 /*
  * The finish chunk: finish_reason set and an empty text (completions) or

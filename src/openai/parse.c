@@ -1175,6 +1175,67 @@ openai_model_not_found(struct http_error *err, const char *asked,
 		    "The model does not exist: this server serves %s.", served);
 }
 
+/* An effort (the openai SDK's Shared.ReasoningEffort, openai 6.49.0
+ * resources/shared.d.ts): a string of think.h's names, or null. */
+static enum ts_err
+parse_effort(const json_t *v, const char *param, struct openai_request *req,
+    struct http_error *err)
+{
+	if (!field_given(v))
+		return TS_OK;
+	if (!json_is_string(v)) {
+		field_err_type(err, param, "a string", v);
+		return TS_EINVAL;
+	}
+	if (think_effort_parse(json_string_value(v), json_string_length(v),
+	    &req->effort) != 0) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value", "%s must "
+		    "be one of 'none', 'minimal', 'low', 'medium', 'high', "
+		    "'xhigh' or 'max'.", param);
+		http_error_set_param(err, "%s", param);
+		return TS_EINVAL;
+	}
+	return TS_OK;
+}
+
+/* Chat's reasoning_effort; the Responses API's reasoning {effort,
+ * summary} (Shared.Reasoning: summary 'auto' | 'concise' | 'detailed' |
+ * null). */
+static enum ts_err
+parse_reasoning(const json_t *root, struct openai_request *req,
+    struct http_error *err)
+{
+	const json_t *o, *sum;
+
+	if (req->kind == OPENAI_CHAT)
+		return parse_effort(json_object_get(root, "reasoning_effort"),
+		    "reasoning_effort", req, err);
+	if (req->kind != OPENAI_RESPONSES)
+		return TS_OK;
+	o = json_object_get(root, "reasoning");
+	if (!field_given(o))
+		return TS_OK;
+	if (!json_is_object(o)) {
+		field_err_type(err, "reasoning", "an object", o);
+		return TS_EINVAL;
+	}
+	if (parse_effort(json_object_get(o, "effort"), "reasoning.effort", req,
+	    err) != TS_OK)
+		return TS_EINVAL;
+	sum = json_object_get(o, "summary");
+	if (!field_given(sum))
+		return TS_OK;
+	if (field_str_is(sum, "auto") || field_str_is(sum, "concise") ||
+	    field_str_is(sum, "detailed")) {
+		req->reasoning_summary = 1;
+		return TS_OK;
+	}
+	http_error_set(err, 400, ERR_TYPE, "invalid_value", "reasoning.summary "
+	    "must be one of 'auto', 'concise' or 'detailed'.");
+	http_error_set_param(err, "%s", "reasoning.summary");
+	return TS_EINVAL;
+}
+
 enum ts_err
 openai_parse_request(enum openai_kind kind, const char *body, size_t len,
     const char *const *models, size_t n_models, struct openai_request *req,
@@ -1281,7 +1342,8 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 	    parse_stop(root, req, err) != TS_OK ||
 	    parse_tools(root, req, err) != TS_OK ||
 	    parse_format(root, req, err) != TS_OK ||
-	    parse_logprobs(root, req, err) != TS_OK)
+	    parse_logprobs(root, req, err) != TS_OK ||
+	    parse_reasoning(root, req, err) != TS_OK)
 		goto out;
 	r = field_get_int(root, "seed", INT64_MIN, INT64_MAX, &v, err);
 	if (r < 0)

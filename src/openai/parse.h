@@ -17,6 +17,7 @@
 
 #include "jsonschema/schema_gen.h"
 #include "openai/openai.h"
+#include "text/think.h"
 
 /* One chat message. `content` is the string, or the text parts joined
  * with "\n" (as vLLM joins them); owned by the request. */
@@ -120,6 +121,11 @@ struct openai_request {
 	/* steps left of the budget its schemas share while they are
 	 * checked (SCHEMA_GEN_MAX_STEPS for the request) */
 	uint64_t schema_steps;
+	/* reasoning: chat's reasoning_effort, the Responses API's
+	 * reasoning.effort (UNSET when absent or null; text/think.h) */
+	enum think_effort effort;
+	int reasoning_summary;   /* OPENAI_RESPONSES: reasoning.summary was
+				  * "auto", "concise" or "detailed" */
 };
 
 /* Frees what *r owns and leaves it empty (pointers NULL). Accepts NULL. */
@@ -151,8 +157,10 @@ void openai_request_drop_schemas(struct openai_request *r);
  * takes input (required: a string, or 1..256 message items {["type":
  * "message"], role, content: string or non-empty array of {"type":
  * "input_text"|"output_text","text"}}), instructions (a string),
- * max_output_tokens (1..8192, default 256) instead of prompt, messages
- * and max_tokens; the rest as chat.
+ * max_output_tokens (1..8192, default 256) and reasoning ({effort,
+ * summary}: the SDK's Shared.Reasoning; generate_summary ignored)
+ * instead of prompt, messages, max_tokens and reasoning_effort; the rest
+ * as chat.
  *
  * Checks run in that order, the first failure wins; the model's existence
  * is checked last, so a malformed request is a 400 before it is a 404.

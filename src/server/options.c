@@ -67,6 +67,13 @@ options_usage(FILE *f)
 "      --mode random|echo       random: the simulated model writes its own\n"
 "                               answer; echo: it repeats the last user\n"
 "                               message (default random)\n"
+"      --reasoning always|request  always: every request thinks first, at\n"
+"                               medium effort unless it names one (default\n"
+"                               request: only those that ask)\n"
+"      --reasoning-field reasoning|reasoning_content  the chat delta and\n"
+"                               message field of the thinking (default\n"
+"                               reasoning, vLLM's; reasoning_content:\n"
+"                               DeepSeek's)\n"
 "      --kv-cache-blocks N      prefix cache model: blocks of the KV cache,\n"
 "                               0 = no prefix caching (default %u)\n"
 "      --block-size N           tokens per KV cache block (default %u, vLLM's)\n"
@@ -227,7 +234,8 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_MODEL, O_TOKENIZER, O_MTHREADS, O_MCTX, O_SERVED, O_IOTHREADS,
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
 	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
-	    O_FHEADER, O_PROCS, O_ACCEPTTO, O_MPREFIX };
+	    O_FHEADER, O_PROCS, O_ACCEPTTO, O_MPREFIX, O_REASONING,
+	    O_RFIELD };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -270,6 +278,8 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "failure-seed", required_argument, NULL, O_FSEED },
 		{ "allow-failure-header", no_argument, NULL, O_FHEADER },
 		{ "metrics-prefix", required_argument, NULL, O_MPREFIX },
+		{ "reasoning", required_argument, NULL, O_REASONING },
+		{ "reasoning-field", required_argument, NULL, O_RFIELD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -279,6 +289,8 @@ options_parse(struct options *o, int argc, char **argv)
 
 	o->io_threads = 0;
 	o->echo = 0;
+	o->reasoning_always = 0;
+	o->reasoning_field = "reasoning";
 	o->instance = 0;
 	o->instance_name = NULL;
 	o->id_prefix[0] = '\0';
@@ -468,6 +480,25 @@ options_parse(struct options *o, int argc, char **argv)
 				exit(2);
 			}
 			o->echo = strcmp(optarg, "echo") == 0;
+			break;
+		case O_REASONING:
+			if (strcmp(optarg, "always") != 0 &&
+			    strcmp(optarg, "request") != 0) {
+				fprintf(stderr, "tokstream-fcgi: --reasoning is "
+				    "always or request, not '%s'\n", optarg);
+				exit(2);
+			}
+			o->reasoning_always = strcmp(optarg, "always") == 0;
+			break;
+		case O_RFIELD:
+			if (strcmp(optarg, "reasoning") != 0 &&
+			    strcmp(optarg, "reasoning_content") != 0) {
+				fprintf(stderr, "tokstream-fcgi: --reasoning-field "
+				    "is reasoning or reasoning_content, not "
+				    "'%s'\n", optarg);
+				exit(2);
+			}
+			o->reasoning_field = optarg;
 			break;
 		case O_KVBLOCKS:
 			o->engine.kv_blocks = (uint32_t)parse_int(
