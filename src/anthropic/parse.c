@@ -529,8 +529,10 @@ parse_thinking(const json_t *v, struct anthropic_request *req,
 	if (!json_is_object(v) || !json_is_string(t))
 		return bad(err, "invalid_type", "thinking: expected an object "
 		    "with a type");
-	if (strcmp(json_string_value(t), "disabled") == 0)
+	if (strcmp(json_string_value(t), "disabled") == 0) {
+		req->thinking_disabled = 1;
 		return TS_OK;
+	}
 	if (strcmp(json_string_value(t), "enabled") != 0)
 		return bad(err, "invalid_value", "thinking.type: expected "
 		    "'enabled' or 'disabled'");

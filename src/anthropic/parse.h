@@ -86,6 +86,8 @@ struct anthropic_request {
 	size_t tool_named;       /* ANTHROPIC_TOOL_NAMED: index in tools */
 	uint32_t thinking_budget; /* thinking enabled: budget_tokens (>= 1,
 				  * below max_tokens); 0: disabled */
+	int thinking_disabled;   /* thinking {"type":"disabled"} was sent
+				  * (so --reasoning always leaves it off) */
 	struct knobs knobs;      /* the lab knobs (proto/knobs.h) */
 };
 

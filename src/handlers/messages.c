@@ -571,8 +571,12 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 			    mr->req.stop_len[i];
 		}
 		job->nstop = i;
-		mr->think = think_tokens(mr->req.thinking_budget,
-		    job->max_tokens);
+		/* --reasoning always: thinking unless the request
+		 * disabled it, at the default effort's budget */
+		mr->think = think_tokens(mr->req.thinking_budget > 0 ||
+		    mr->req.thinking_disabled ? mr->req.thinking_budget :
+		    think_effort_budget(THINK_EFFORT_UNSET,
+		    srv->opt->reasoning_always), job->max_tokens);
 		job->sampling.min_tokens = think_min_tokens(mr->think);
 	}
 	return 0;

@@ -33,6 +33,7 @@
 #include "ollama/plan.h"
 #include "proto/chat.h"
 #include "stores/metrics.h"
+#include "text/think.h"
 #include "transport/conn.h"
 #include "transport/relay.h"
 #include "transport/reply.h"
@@ -50,6 +51,8 @@ struct oll_resp {
 	struct ollama_meta meta;
 	struct ts_buf text;           /* the answer so far (not streamed, or
 				       * a tool-call answer) */
+	struct ts_buf thinking;       /* the thinking so far (not streamed) */
+	uint32_t think;               /* thinking tokens (text/think.h) */
 	uint64_t prompt_tokens;
 	int32_t error_after;
 	int injected;                 /* a mid-stream failure to count if it
@@ -135,6 +138,7 @@ oll_resp_free(struct relay *r)
 	ollama_request_free(&ol->req);
 	ollama_plan_free(&ol->plan);
 	ts_buf_free(&ol->text);
+	ts_buf_free(&ol->thinking);
 	free(ol);
 }
 
@@ -213,13 +217,15 @@ oll_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	struct oll_resp *ol = r->resp;
 	enum ts_err rc;
 
-	(void)index;
 	if (len == 0 || ol->silent == OLL_SILENT_ALL)
 		return TS_OK;
 	if (ol->plan.ncalls > 0)
 		return ts_buf_append(&ol->text, text, len) == TS_OK ? TS_OK :
 		    TS_ELIMIT;
-	rc = ollama_encode_chunk(out, &ol->meta, oll_wall_ns(), text, len);
+	rc = think_is_thinking(ol->think, index) ?
+	    ollama_encode_thinking_chunk(out, &ol->meta, oll_wall_ns(), text,
+	    len) :
+	    ollama_encode_chunk(out, &ol->meta, oll_wall_ns(), text, len);
 	if (rc != TS_OK)
 		return rc;      /* TS_ELIMIT: out is full */
 	*event = 1;
@@ -282,9 +288,9 @@ oll_collect_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	struct oll_resp *ol = r->resp;
 
 	(void)out;
-	(void)index;
 	(void)event;
-	return ts_buf_append(&ol->text, text, len) == TS_OK ? TS_OK :
+	return ts_buf_append(think_is_thinking(ol->think, index) ?
+	    &ol->thinking : &ol->text, text, len) == TS_OK ? TS_OK :
 	    TS_ELIMIT;
 }
 
@@ -316,6 +322,10 @@ oll_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	mark = out->len;
 	if (ol->plan.ncalls > 0)
 		n = oll_calls(ol, calls, &rest);
+	if (ol->think > 0) {
+		st.thinking = ol->thinking.p != NULL ? ol->thinking.p : "";
+		st.thinking_len = ol->thinking.len;
+	}
 	rc = ollama_encode_final(out, &ol->meta, oll_wall_ns(),
 	    ol->text.p != NULL ? ol->text.p + rest : "", ol->text.len - rest,
 	    calls, n, &st);
@@ -484,6 +494,13 @@ oll_plan(struct server *srv, struct reply *rp, struct oll_resp *ol,
 		oj->stop_len[i] = job->stop_len[i] = ol->req.stop_len[i];
 	}
 	job->nstop = i;
+	/* think (text/think.h): free text only, the calls and a format's
+	 * instance stay whole */
+	if (!ol->plan.guided && ol->plan.ncalls == 0) {
+		ol->think = think_tokens(think_effort_budget(ol->req.effort,
+		    srv->opt->reasoning_always), job->max_tokens);
+		job->sampling.min_tokens = think_min_tokens(ol->think);
+	}
 	if (ol->silent == OLL_SILENT_ALL) {
 		/* an injected timeout: an error at once, no prefill */
 		job->prefill_ms = 0.0;
@@ -491,6 +508,8 @@ oll_plan(struct server *srv, struct reply *rp, struct oll_resp *ol,
 		job->max_tokens = 1;
 		job->error_after = 0;
 		ol->error_after = 0;
+		ol->think = 0;
+		job->sampling.min_tokens = 0;
 	}
 	return 0;
 }
@@ -647,6 +666,8 @@ ollama_generate(struct server *srv, struct reply *rp, enum ollama_kind kind)
 	ts_buf_init(&oj.prompt, 2 * HTTP_MAX_BODY_BYTES);
 	ts_buf_init(&ol->text, (size_t)HTTP_MAX_TOKENS_CAP *
 	    srv->backend->max_token_bytes * 3);
+	ts_buf_init(&ol->thinking, (size_t)HTTP_MAX_TOKENS_CAP *
+	    srv->backend->max_token_bytes * 3);
 	ol->reply = *rp;
 	if (oll_build(srv, rp, kind, ol, &oj) != 0)
 		goto out_free;
@@ -665,6 +686,7 @@ out_free:
 	ollama_request_free(&ol->req);
 	ollama_plan_free(&ol->plan);
 	ts_buf_free(&ol->text);
+	ts_buf_free(&ol->thinking);
 	free(ol);
 	ts_buf_free(&oj.prompt);
 }

@@ -175,10 +175,15 @@ calls_json(struct ow *w, const struct ollama_call *c, size_t n)
 /* "message":{"role":"assistant","content":TEXT[,"tool_calls":...]} */
 static void
 message(struct ow *w, const char *text, size_t len,
-    const struct ollama_call *calls, size_t n)
+    const struct ollama_call *calls, size_t n, const char *think,
+    size_t think_len)
 {
 	ow_raw(w, LIT("\"message\":{\"role\":\"assistant\",\"content\":"));
 	ow_str(w, text, len);
+	if (think != NULL) {
+		ow_raw(w, LIT(",\"thinking\":"));
+		ow_str(w, think, think_len);
+	}
 	if (n > 0)
 		calls_json(w, calls, n);
 	ow_raw(w, LIT("}"));
@@ -193,9 +198,27 @@ ollama_encode_chunk(struct ts_buf *b, const struct ollama_meta *m,
 	ow_begin(&w, b);
 	open_obj(&w, m, now_ns);
 	if (m->kind == OLLAMA_CHAT) {
-		message(&w, text, len, NULL, 0);
+		message(&w, text, len, NULL, 0, NULL, 0);
 	} else {
 		ow_raw(&w, LIT("\"response\":"));
+		ow_str(&w, text, len);
+	}
+	ow_raw(&w, LIT(",\"done\":false}\n"));
+	return ow_end(&w);
+}
+
+enum ts_err
+ollama_encode_thinking_chunk(struct ts_buf *b, const struct ollama_meta *m,
+    int64_t now_ns, const char *text, size_t len)
+{
+	struct ow w;
+
+	ow_begin(&w, b);
+	open_obj(&w, m, now_ns);
+	if (m->kind == OLLAMA_CHAT) {
+		message(&w, "", 0, NULL, 0, text, len);
+	} else {
+		ow_raw(&w, LIT("\"response\":\"\",\"thinking\":"));
 		ow_str(&w, text, len);
 	}
 	ow_raw(&w, LIT(",\"done\":false}\n"));
@@ -210,7 +233,7 @@ ollama_encode_calls_chunk(struct ts_buf *b, const struct ollama_meta *m,
 
 	ow_begin(&w, b);
 	open_obj(&w, m, now_ns);
-	message(&w, "", 0, calls, n);
+	message(&w, "", 0, calls, n, NULL, 0);
 	ow_raw(&w, LIT(",\"done\":false}\n"));
 	return ow_end(&w);
 }
@@ -245,13 +268,18 @@ ollama_encode_final(struct ts_buf *b, const struct ollama_meta *m,
 	ow_begin(&w, b);
 	open_obj(&w, m, now_ns);
 	if (m->kind == OLLAMA_CHAT) {
-		message(&w, text, len, calls, n);
+		message(&w, text, len, calls, n, st->thinking,
+		    st->thinking_len);
 		ow_raw(&w, LIT(",\"done_reason\":\""));
 		ow_raw(&w, reason, strlen(reason));
 		ow_raw(&w, LIT("\",\"done\":true"));
 	} else {
 		ow_raw(&w, LIT("\"response\":"));
 		ow_str(&w, text, len);
+		if (st->thinking != NULL) {
+			ow_raw(&w, LIT(",\"thinking\":"));
+			ow_str(&w, st->thinking, st->thinking_len);
+		}
 		ow_raw(&w, LIT(",\"done\":true,\"done_reason\":\""));
 		ow_raw(&w, reason, strlen(reason));
 		ow_raw(&w, LIT("\""));

@@ -51,6 +51,11 @@ struct ollama_stats {
 	int64_t prompt_eval_ns;     /* the prefill: slot to first token */
 	uint64_t eval_count;        /* tokens generated */
 	int64_t eval_ns;            /* the decode: first token to the end */
+	const char *thinking;       /* a whole (not streamed) answer's
+				     * thinking, (thinking, thinking_len):
+				     * message.thinking (chat) or thinking
+				     * (generate); NULL: none */
+	size_t thinking_len;
 };
 
 /* One tool call: its function's name and its arguments, the text of a
@@ -85,6 +90,19 @@ enum ts_err ollama_encode_chunk(struct ts_buf *b, const struct ollama_meta *m,
     int64_t now_ns, const char *text, size_t len);
 
 /*
+ * Appends one object of thinking (think: true; text/think.h) and its
+ * newline, as Ollama streams a thinking model's (api.Message.Thinking,
+ * api.GenerateResponse.Thinking; the npm client's Message.thinking and
+ * GenerateResponse.thinking): chat {"model","created_at","message":{
+ * "role":"assistant","content":"","thinking":TEXT},"done":false},
+ * generate {"model","created_at","response":"","thinking":TEXT,
+ * "done":false}. TS_ELIMIT when b is full.
+ */
+enum ts_err ollama_encode_thinking_chunk(struct ts_buf *b,
+    const struct ollama_meta *m, int64_t now_ns, const char *text,
+    size_t len);
+
+/*
  * Appends a chat stream's object of tool calls and its newline:
  * {"model","created_at","message":{"role":"assistant","content":"",
  * "tool_calls":[{"function":{"name","arguments":{...}}}, ...]},
@@ -99,7 +117,8 @@ enum ts_err ollama_encode_calls_chunk(struct ts_buf *b,
  * Appends the final object and its newline: done true, done_reason and
  * the metrics of st; its message's content (chat) or response (generate)
  * is (text, len): "" for a stream, the whole answer otherwise, with the
- * calls (chat; n may be 0) in message.tool_calls. TS_ELIMIT when b is
+ * calls (chat; n may be 0) in message.tool_calls, and st->thinking (when
+ * not NULL) in message.thinking (chat) or thinking (generate). TS_ELIMIT when b is
  * full.
  */
 enum ts_err ollama_encode_final(struct ts_buf *b, const struct ollama_meta *m,

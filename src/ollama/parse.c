@@ -142,7 +142,8 @@ check_keep_alive(const json_t *root, enum ollama_kind kind,
 	return bad_type(err, kind, "keep_alive", v, "api.Duration");
 }
 
-/* think: a boolean or "high", "medium", "low" (ThinkValue). */
+/* think: a boolean or "high", "medium", "low" (ThinkValue): true is
+ * medium, false none (text/think.h). */
 static enum ts_err
 parse_think(const json_t *root, struct ollama_request *req,
     struct http_error *err)
@@ -154,12 +155,15 @@ parse_think(const json_t *root, struct ollama_request *req,
 		return TS_OK;
 	if (json_is_boolean(v)) {
 		req->think = json_is_true(v);
+		req->effort = req->think ? THINK_EFFORT_MEDIUM :
+		    THINK_EFFORT_NONE;
 		return TS_OK;
 	}
 	s = json_is_string(v) ? json_string_value(v) : NULL;
 	if (s != NULL && (strcmp(s, "high") == 0 || strcmp(s, "medium") == 0 ||
 	    strcmp(s, "low") == 0)) {
 		req->think = 1;
+		(void)think_effort_parse(s, strlen(s), &req->effort);
 		return TS_OK;
 	}
 	return bad(err, "invalid think value: must be a boolean or one of "

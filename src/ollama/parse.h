@@ -13,7 +13,7 @@
  * (num_predict, temperature, top_p, seed, stop; top_k, num_ctx and the
  * rest of Options are accepted and ignored), keep_alive (a duration
  * string or a number of seconds: accepted, ignored), think (a boolean or
- * "high", "medium", "low": accepted, no thinking is produced yet), the
+ * "high", "medium", "low": text/think.h's efforts; true is medium), the
  * lab knobs (prefill_ms, tpot_ms, error_after: proto/knobs.h). Images,
  * suffix, template, context and logprobs are accepted and ignored.
  *
@@ -35,6 +35,7 @@
 #include "proto/http_error.h"
 #include "proto/knobs.h"
 #include "text/stop.h"
+#include "text/think.h"
 
 #define OLLAMA_DEFAULT_NUM_PREDICT 256  /* num_predict absent: tokstream's
 					 * choice (Ollama's is -1, no cap) */
@@ -96,6 +97,8 @@ struct ollama_request {
 	char *tools_json;             /* the tools array, compact (template) */
 	int last_is_tool;             /* the last message is a tool result */
 	int think;                    /* think was true or a level */
+	enum think_effort effort;     /* think: true medium, false none, a
+				       * level its own; absent UNSET */
 	struct knobs knobs;
 	uint64_t schema_steps;        /* what is left of the schema budget */
 };
