@@ -91,6 +91,8 @@ struct v1_resp {
 				       * fires (enum inject_kind), or 0 */
 	uint32_t think;               /* each choice's thinking tokens
 				       * (text/think.h; v1_think) */
+	int msg_opened;               /* /v1/responses stream: the message
+				       * item followed the reasoning item */
 };
 
 /* Counts an injected mid-stream failure that ended the response. */
@@ -488,7 +490,21 @@ v1_resp_call_token(struct v1_resp *vr, struct v1_choice *ch,
 	return TS_OK;
 }
 
-/* A /v1/responses stream's token: one response.output_text.delta. */
+/* A thinking /v1/responses stream's reasoning item ends before the
+ * message's first event: its done events, then the message added. */
+static enum ts_err
+v1_resp_open_msg(struct v1_resp *vr, struct v1_choice *ch, struct ts_buf *out)
+{
+	if (vr->think == 0 || vr->msg_opened)
+		return TS_OK;
+	vr->msg_opened = 1;
+	return openai_resp_encode_reasoning_done(out, &vr->rstream,
+	    ch->reasoning.p != NULL ? ch->reasoning.p : "",
+	    ch->reasoning.len);
+}
+
+/* A /v1/responses stream's token: one response.output_text.delta (a
+ * thinking token's reasoning delta). */
 static enum ts_err
 v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
     const char *text, size_t len, int *event)
@@ -497,11 +513,21 @@ v1_resp_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	struct v1_choice *ch = v1_cur(r);
 	enum ts_err rc;
 
-	(void)index;
 	if (len == 0 || vr->silent == V1_SILENT_ALL)
 		return TS_OK;
+	if (think_is_thinking(vr->think, index)) {
+		rc = ts_buf_append(&ch->reasoning, text, len);
+		if (rc == TS_OK)
+			rc = openai_resp_encode_reasoning_delta(out,
+			    &vr->rstream, text, len);
+		if (rc == TS_OK)
+			*event = 1;
+		return rc;
+	}
+	rc = v1_resp_open_msg(vr, ch, out);
 	/* TS_ELIMIT: the answer's text or out is full */
-	rc = ts_buf_append(&ch->text, text, len);
+	if (rc == TS_OK)
+		rc = ts_buf_append(&ch->text, text, len);
 	if (rc == TS_OK)
 		rc = ch->plan->ncalls > 0 ?
 		    v1_resp_call_token(vr, ch, out, text, len) :
@@ -531,6 +557,10 @@ v1_resp_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		return openai_resp_encode_error(out, &vr->rstream, &err,
 		    t->p ? t->p : "", t->len, &vr->usage);
 	}
+	vr->rstream.meta.reasoning_text = vr->ch[0].reasoning.p;
+	vr->rstream.meta.reasoning_len = vr->ch[0].reasoning.len;
+	if (v1_resp_open_msg(vr, &vr->ch[0], out) != TS_OK)
+		return TS_ELIMIT;
 	if (vr->plan.ncalls > 0) {
 		struct openai_tool_call calls[OPENAI_PLAN_MAX_CALLS];
 		size_t n = v1_calls(vr, &vr->ch[0], calls), mark = out->len;
@@ -624,6 +654,8 @@ v1_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 			cs[i].x.reasoning_len = ch->reasoning.len;
 		}
 	}
+	vr->rmeta.reasoning_text = vr->ch[0].reasoning.p;
+	vr->rmeta.reasoning_len = vr->ch[0].reasoning.len;
 	rc = vr->meta.kind == OPENAI_RESPONSES && cs[0].x.ncalls > 0 ?
 	    openai_resp_encode_calls(out, &vr->rmeta, calls[0],
 	    cs[0].x.ncalls, v1_finish(f), &vr->usage) :
@@ -1029,6 +1061,13 @@ v1_meta(struct server *srv, struct v1_resp *vr, enum openai_kind kind,
 	vr->rmeta.tools = vr->req.tools_raw;
 	vr->rmeta.tool_choice = vr->req.tool_choice_raw;
 	vr->rmeta.parallel_tool_calls = vr->req.parallel_tool_calls;
+	vr->rmeta.reasoning = vr->think > 0;
+	vr->rmeta.effort = think_effort_name(vr->req.effort);
+	if (vr->rmeta.effort == NULL && vr->usage.reasoning)
+		vr->rmeta.effort = think_effort_name(THINK_DEFAULT_EFFORT);
+	vr->rmeta.summary = vr->req.reasoning_summary == 1 ? "auto" :
+	    vr->req.reasoning_summary == 2 ? "concise" :
+	    vr->req.reasoning_summary == 3 ? "detailed" : NULL;
 }
 
 /* The relay ops of a response: silent, one answer, or a stream. */
@@ -1084,6 +1123,9 @@ v1_start(struct server *srv, struct reply *rp, enum openai_kind kind,
 		if (rc == TS_OK && kind == OPENAI_RESPONSES)
 			rc = vr->plan.ncalls > 0 ?
 			    openai_resp_encode_start_calls(&b, &vr->rstream) :
+			    vr->think > 0 ?
+			    openai_resp_encode_start_reasoning(&b,
+			    &vr->rstream) :
 			    openai_resp_encode_start(&b, &vr->rstream);
 		if (rc == TS_OK)
 			rc = conn_write(rp->conn, b.p, b.len);

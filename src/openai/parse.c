@@ -1225,11 +1225,11 @@ parse_reasoning(const json_t *root, struct openai_request *req,
 	sum = json_object_get(o, "summary");
 	if (!field_given(sum))
 		return TS_OK;
-	if (field_str_is(sum, "auto") || field_str_is(sum, "concise") ||
-	    field_str_is(sum, "detailed")) {
-		req->reasoning_summary = 1;
+	req->reasoning_summary = field_str_is(sum, "auto") ? 1 :
+	    field_str_is(sum, "concise") ? 2 :
+	    field_str_is(sum, "detailed") ? 3 : 0;
+	if (req->reasoning_summary != 0)
 		return TS_OK;
-	}
 	http_error_set(err, 400, ERR_TYPE, "invalid_value", "reasoning.summary "
 	    "must be one of 'auto', 'concise' or 'detailed'.");
 	http_error_set_param(err, "%s", "reasoning.summary");

@@ -124,8 +124,9 @@ struct openai_request {
 	/* reasoning: chat's reasoning_effort, the Responses API's
 	 * reasoning.effort (UNSET when absent or null; text/think.h) */
 	enum think_effort effort;
-	int reasoning_summary;   /* OPENAI_RESPONSES: reasoning.summary was
-				  * "auto", "concise" or "detailed" */
+	int reasoning_summary;   /* OPENAI_RESPONSES: reasoning.summary, 0
+				  * absent or null, 1 "auto", 2 "concise",
+				  * 3 "detailed" */
 };
 
 /* Frees what *r owns and leaves it empty (pointers NULL). Accepts NULL. */

@@ -70,12 +70,12 @@ message_item(const struct openai_resp_meta *m, const char *status,
 static json_t *
 usage_json(const struct openai_usage *u)
 {
-	return json_pack("{s:I,s:{s:I,s:i},s:I,s:{s:i},s:I}", "input_tokens",
+	return json_pack("{s:I,s:{s:I,s:i},s:I,s:{s:I},s:I}", "input_tokens",
 	    (json_int_t)u->prompt_tokens, "input_tokens_details",
 	    "cached_tokens", (json_int_t)u->cached_tokens,
 	    "cache_write_tokens", 0, "output_tokens",
 	    (json_int_t)u->completion_tokens, "output_tokens_details",
-	    "reasoning_tokens", 0, "total_tokens",
+	    "reasoning_tokens", (json_int_t)u->reasoning_tokens, "total_tokens",
 	    (json_int_t)u->prompt_tokens + (json_int_t)u->completion_tokens);
 }
 
@@ -106,7 +106,8 @@ response_json(const struct openai_resp_meta *m, const char *status,
 	output = NULL;
 	o = put(o, "parallel_tool_calls", json_boolean(m->parallel_tool_calls));
 	o = put(o, "previous_response_id", json_null());
-	o = put(o, "reasoning", json_pack("{s:n,s:n}", "effort", "summary"));
+	o = put(o, "reasoning", json_pack("{s:s?,s:s?}", "effort", m->effort,
+	    "summary", m->summary));
 	o = put(o, "store", json_false());
 	o = put(o, "temperature", json_real(m->temperature));
 	o = put(o, "text", json_pack("{s:{s:s}}", "format", "type", "text"));
@@ -124,7 +125,43 @@ response_json(const struct openai_resp_meta *m, const char *status,
 	return o;
 }
 
-/* The finished response's output: the message with its whole text. */
+/* The output index of the message: after the reasoning item. */
+static int
+msg_index(const struct openai_resp_meta *m)
+{
+	return m->reasoning ? 1 : 0;
+}
+
+/* The reasoning item (responses.h), its whole (text, len) (NULL: none
+ * yet, summary and content empty) with `status`. */
+static json_t *
+reasoning_item(const struct openai_resp_meta *m, const char *status,
+    const char *text, size_t len)
+{
+	const char *pre = m->id_prefix ? m->id_prefix : "";
+	char id[48];
+	json_t *part = NULL, *o;
+
+	snprintf(id, sizeof(id), "rs_%s%llu", pre, (unsigned long long)m->id);
+	if (text != NULL)
+		part = json_pack("{s:s,s:s%}", "type", m->summary != NULL ?
+		    "summary_text" : "reasoning_text", "text", text, len);
+	if (text != NULL && part == NULL)
+		return NULL;
+	o = json_pack("{s:s,s:s}", "id", id, "type", "reasoning");
+	if (m->summary != NULL) {
+		o = put(o, "summary", part != NULL ? json_pack("[o]", part) :
+		    json_array());
+	} else {
+		o = put(o, "summary", json_array());
+		o = put(o, "content", part != NULL ? json_pack("[o]", part) :
+		    json_array());
+	}
+	return put(o, "status", json_string(status));
+}
+
+/* The finished response's output: the reasoning item (meta.reasoning),
+ * then the message with its whole text. */
 static json_t *
 final_output(const struct openai_resp_meta *m, const char *text, size_t len,
     enum openai_finish f)
@@ -132,6 +169,10 @@ final_output(const struct openai_resp_meta *m, const char *text, size_t len,
 	json_t *item = message_item(m, final_status(f), text_part(text, len),
 	    1);
 
+	if (item != NULL && m->reasoning)
+		return json_pack("[o,o]", reasoning_item(m, ST_COMPLETED,
+		    m->reasoning_text != NULL ? m->reasoning_text : "",
+		    m->reasoning_len), item);
 	return item != NULL ? json_pack("[o]", item) : NULL;
 }
 
@@ -202,8 +243,8 @@ at_part(const struct openai_resp_stream *s)
 	char resp[40], msg[40];
 
 	ids(&s->meta, resp, msg, sizeof(msg));
-	return json_pack("{s:s,s:i,s:i}", "item_id", msg, "output_index", 0,
-	    "content_index", 0);
+	return json_pack("{s:s,s:i,s:i}", "item_id", msg, "output_index",
+	    msg_index(&s->meta), "content_index", 0);
 }
 
 enum ts_err
@@ -226,6 +267,8 @@ openai_resp_encode_start_calls(struct ts_buf *b,
 	return rc;
 }
 
+static enum ts_err msg_added(struct ts_buf *b, struct openai_resp_stream *s);
+
 enum ts_err
 openai_resp_encode_start(struct ts_buf *b, struct openai_resp_stream *s)
 {
@@ -234,11 +277,104 @@ openai_resp_encode_start(struct ts_buf *b, struct openai_resp_stream *s)
 	enum ts_err rc;
 
 	if ((rc = openai_resp_encode_start_calls(b, s)) != TS_OK ||
-	    (rc = event(b, s, "response.output_item.added", put(json_pack(
-	    "{s:i}", "output_index", 0), "item", message_item(&s->meta,
-	    ST_IN_PROGRESS, NULL, 0)))) != TS_OK ||
+	    (rc = msg_added(b, s)) != TS_OK) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}
+
+/* The message's response.output_item.added and
+ * response.content_part.added. */
+static enum ts_err
+msg_added(struct ts_buf *b, struct openai_resp_stream *s)
+{
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	enum ts_err rc;
+
+	if ((rc = event(b, s, "response.output_item.added", put(json_pack(
+	    "{s:i}", "output_index", msg_index(&s->meta)), "item",
+	    message_item(&s->meta, ST_IN_PROGRESS, NULL, 0)))) != TS_OK ||
 	    (rc = event(b, s, "response.content_part.added", put(at_part(s),
 	    "part", text_part("", 0)))) != TS_OK) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}
+
+/* {"item_id":"rs_<id>","output_index":0} and, with a summary,
+ * "summary_index":0, else "content_index":0 */
+static json_t *
+at_reasoning(const struct openai_resp_stream *s)
+{
+	const char *pre = s->meta.id_prefix ? s->meta.id_prefix : "";
+	char id[48];
+
+	snprintf(id, sizeof(id), "rs_%s%llu", pre,
+	    (unsigned long long)s->meta.id);
+	return json_pack("{s:s,s:i,s:i}", "item_id", id, "output_index", 0,
+	    s->meta.summary != NULL ? "summary_index" : "content_index", 0);
+}
+
+enum ts_err
+openai_resp_encode_start_reasoning(struct ts_buf *b,
+    struct openai_resp_stream *s)
+{
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	enum ts_err rc;
+
+	if ((rc = openai_resp_encode_start_calls(b, s)) != TS_OK ||
+	    (rc = event(b, s, "response.output_item.added", put(json_pack(
+	    "{s:i}", "output_index", 0), "item", reasoning_item(&s->meta,
+	    ST_IN_PROGRESS, NULL, 0)))) != TS_OK ||
+	    (s->meta.summary != NULL && (rc = event(b, s,
+	    "response.reasoning_summary_part.added", put(at_reasoning(s),
+	    "part", json_pack("{s:s,s:s}", "type", "summary_text", "text",
+	    "")))) != TS_OK)) {
+		b->len = start;
+		s->seq = seq;
+	}
+	return rc;
+}
+
+enum ts_err
+openai_resp_encode_reasoning_delta(struct ts_buf *b,
+    struct openai_resp_stream *s, const char *text, size_t len)
+{
+	return event(b, s, s->meta.summary != NULL ?
+	    "response.reasoning_summary_text.delta" :
+	    "response.reasoning_text.delta", put(at_reasoning(s), "delta",
+	    json_stringn(text, len)));
+}
+
+enum ts_err
+openai_resp_encode_reasoning_done(struct ts_buf *b,
+    struct openai_resp_stream *s, const char *text, size_t len)
+{
+	size_t start = b->len;
+	uint64_t seq = s->seq;
+	enum ts_err rc;
+
+	if (s->meta.summary != NULL)
+		rc = event(b, s, "response.reasoning_summary_text.done",
+		    put(at_reasoning(s), "text", json_stringn(text, len)));
+	else
+		rc = event(b, s, "response.reasoning_text.done",
+		    put(at_reasoning(s), "text", json_stringn(text, len)));
+	if (rc == TS_OK && s->meta.summary != NULL)
+		rc = event(b, s, "response.reasoning_summary_part.done",
+		    put(at_reasoning(s), "part", json_pack("{s:s,s:s%}",
+		    "type", "summary_text", "text", text, len)));
+	if (rc == TS_OK)
+		rc = event(b, s, "response.output_item.done", put(json_pack(
+		    "{s:i}", "output_index", 0), "item", reasoning_item(
+		    &s->meta, ST_COMPLETED, text, len)));
+	if (rc == TS_OK)
+		rc = msg_added(b, s);
+	if (rc != TS_OK) {
 		b->len = start;
 		s->seq = seq;
 	}
@@ -271,7 +407,7 @@ openai_resp_encode_end(struct ts_buf *b, struct openai_resp_stream *s,
 	    (rc = event(b, s, "response.content_part.done", put(at_part(s),
 	    "part", text_part(text, len)))) != TS_OK ||
 	    (rc = event(b, s, "response.output_item.done", put(json_pack(
-	    "{s:i}", "output_index", 0), "item", message_item(m,
+	    "{s:i}", "output_index", msg_index(m)), "item", message_item(m,
 	    final_status(finish), text_part(text, len), 1)))) != TS_OK ||
 	    (rc = event(b, s, finish == OPENAI_FINISH_LENGTH ?
 	    "response.incomplete" : "response.completed", put(json_object(),

@@ -34,6 +34,21 @@ struct openai_resp_meta {
 	const json_t *tools;     /* the request's tools (borrowed); NULL: [] */
 	const json_t *tool_choice; /* borrowed; NULL: "auto" */
 	int parallel_tool_calls; /* echoed */
+	/* reasoning (text/think.h): the request's effort and summary, echoed
+	 * in "reasoning" ({"effort","summary"}: the SDK's Shared.Reasoning;
+	 * NULL: null) */
+	const char *effort;
+	const char *summary;
+	/* the answer thinks: a reasoning item {"id":"rs_<id>","type":
+	 * "reasoning","summary":[],"content":[{"type":"reasoning_text",
+	 * "text"}],"status"} (with summary: "summary":[{"type":
+	 * "summary_text","text"}] and no content; the openai SDK's
+	 * ResponseReasoningItem, openai 6.49.0 resources/responses/
+	 * responses.d.ts) is output 0, the message output 1 */
+	int reasoning;
+	const char *reasoning_text; /* its whole text at the end (the caller
+				  * sets it before the last encode) */
+	size_t reasoning_len;
 };
 
 /* A streamed response's state. */
@@ -92,6 +107,30 @@ enum ts_err openai_resp_encode_delta(struct ts_buf *b,
 enum ts_err openai_resp_encode_end(struct ts_buf *b,
     struct openai_resp_stream *s, const char *text, size_t len,
     enum openai_finish finish, const struct openai_usage *u);
+
+/*
+ * A thinking answer's stream (meta.reasoning): openai_resp_encode_start_
+ * reasoning (response.created, response.in_progress, then
+ * response.output_item.added of the reasoning item at output_index 0,
+ * and with a summary response.reasoning_summary_part.added of an empty
+ * summary_text), one openai_resp_encode_reasoning_delta per thinking
+ * token (response.reasoning_summary_text.delta with a summary, else
+ * response.reasoning_text.delta; ResponseReasoningSummaryTextDeltaEvent,
+ * ResponseReasoningTextDeltaEvent in the SDK's responses.d.ts), then
+ * openai_resp_encode_reasoning_done with the whole thinking
+ * (response.reasoning_summary_text.done and
+ * response.reasoning_summary_part.done, or response.reasoning_text.done;
+ * response.output_item.done of the completed reasoning item; then the
+ * message's response.output_item.added and response.content_part.added at
+ * output_index 1), and the message's events as without thinking. Nothing
+ * is appended on error.
+ */
+enum ts_err openai_resp_encode_start_reasoning(struct ts_buf *b,
+    struct openai_resp_stream *s);
+enum ts_err openai_resp_encode_reasoning_delta(struct ts_buf *b,
+    struct openai_resp_stream *s, const char *text, size_t len);
+enum ts_err openai_resp_encode_reasoning_done(struct ts_buf *b,
+    struct openai_resp_stream *s, const char *text, size_t len);
 
 /*
  * A failure after the stream started, (text, len) what was streamed: an
