@@ -322,13 +322,10 @@ oll_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	mark = out->len;
 	if (ol->plan.ncalls > 0)
 		n = oll_calls(ol, calls, &rest);
-	if (ol->think > 0) {
-		st.thinking = ol->thinking.p != NULL ? ol->thinking.p : "";
-		st.thinking_len = ol->thinking.len;
-	}
-	rc = ollama_encode_final(out, &ol->meta, oll_wall_ns(),
+	rc = ollama_encode_final_think(out, &ol->meta, oll_wall_ns(),
 	    ol->text.p != NULL ? ol->text.p + rest : "", ol->text.len - rest,
-	    calls, n, &st);
+	    ol->think == 0 ? NULL : ol->thinking.p != NULL ? ol->thinking.p :
+	    "", ol->thinking.len, calls, n, &st);
 	if (rc != TS_OK) {
 		out->len = mark;
 		http_error_set(&err, 500, "server_error", "encode_failed",

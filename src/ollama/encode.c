@@ -262,23 +262,32 @@ ollama_encode_final(struct ts_buf *b, const struct ollama_meta *m,
     const struct ollama_call *calls, size_t n,
     const struct ollama_stats *st)
 {
+	return ollama_encode_final_think(b, m, now_ns, text, len, NULL, 0,
+	    calls, n, st);
+}
+
+enum ts_err
+ollama_encode_final_think(struct ts_buf *b, const struct ollama_meta *m,
+    int64_t now_ns, const char *text, size_t len, const char *think,
+    size_t think_len, const struct ollama_call *calls, size_t n,
+    const struct ollama_stats *st)
+{
 	const char *reason = ollama_done_name(st->done);
 	struct ow w;
 
 	ow_begin(&w, b);
 	open_obj(&w, m, now_ns);
 	if (m->kind == OLLAMA_CHAT) {
-		message(&w, text, len, calls, n, st->thinking,
-		    st->thinking_len);
+		message(&w, text, len, calls, n, think, think_len);
 		ow_raw(&w, LIT(",\"done_reason\":\""));
 		ow_raw(&w, reason, strlen(reason));
 		ow_raw(&w, LIT("\",\"done\":true"));
 	} else {
 		ow_raw(&w, LIT("\"response\":"));
 		ow_str(&w, text, len);
-		if (st->thinking != NULL) {
+		if (think != NULL) {
 			ow_raw(&w, LIT(",\"thinking\":"));
-			ow_str(&w, st->thinking, st->thinking_len);
+			ow_str(&w, think, think_len);
 		}
 		ow_raw(&w, LIT(",\"done\":true,\"done_reason\":\""));
 		ow_raw(&w, reason, strlen(reason));

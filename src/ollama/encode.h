@@ -51,11 +51,6 @@ struct ollama_stats {
 	int64_t prompt_eval_ns;     /* the prefill: slot to first token */
 	uint64_t eval_count;        /* tokens generated */
 	int64_t eval_ns;            /* the decode: first token to the end */
-	const char *thinking;       /* a whole (not streamed) answer's
-				     * thinking, (thinking, thinking_len):
-				     * message.thinking (chat) or thinking
-				     * (generate); NULL: none */
-	size_t thinking_len;
 };
 
 /* One tool call: its function's name and its arguments, the text of a
@@ -117,12 +112,20 @@ enum ts_err ollama_encode_calls_chunk(struct ts_buf *b,
  * Appends the final object and its newline: done true, done_reason and
  * the metrics of st; its message's content (chat) or response (generate)
  * is (text, len): "" for a stream, the whole answer otherwise, with the
- * calls (chat; n may be 0) in message.tool_calls, and st->thinking (when
- * not NULL) in message.thinking (chat) or thinking (generate). TS_ELIMIT when b is
+ * calls (chat; n may be 0) in message.tool_calls. TS_ELIMIT when b is
  * full.
  */
 enum ts_err ollama_encode_final(struct ts_buf *b, const struct ollama_meta *m,
     int64_t now_ns, const char *text, size_t len,
+    const struct ollama_call *calls, size_t n,
+    const struct ollama_stats *st);
+
+/* ... with a whole answer's thinking (think, think_len) (think: true;
+ * NULL: none) in message.thinking (chat) or thinking (generate), after
+ * the content or response as Ollama's Go structs order them. */
+enum ts_err ollama_encode_final_think(struct ts_buf *b,
+    const struct ollama_meta *m, int64_t now_ns, const char *text,
+    size_t len, const char *think, size_t think_len,
     const struct ollama_call *calls, size_t n,
     const struct ollama_stats *st);
 

@@ -475,7 +475,6 @@ choice_json(struct jw *w, const struct openai_meta *m, uint32_t index,
     const struct openai_choice *c)
 {
 	const struct openai_extra *x = &c->x;
-	const char *field = reasoning_field(m);
 	enum openai_kind kind = m->kind;
 
 	JW_LIT(w, "{\"index\":");
@@ -491,6 +490,8 @@ choice_json(struct jw *w, const struct openai_meta *m, uint32_t index,
 		JW_LIT(w, ",\"message\":{\"role\":\"assistant\",\"content\":");
 		jw_str(w, c->text, c->len);
 		if (x->reasoning != NULL) {
+			const char *field = reasoning_field(m);
+
 			JW_LIT(w, ",\"");
 			jw_raw(w, field, strlen(field));
 			JW_LIT(w, "\":");

@@ -316,8 +316,8 @@ static void
 check_encoders(const struct openai_request *r)
 {
 	struct openai_meta m = { r->kind, 7, 1700000000, r->model,
-	    r->model_len, NULL };
-	struct openai_usage u = { 3, (uint32_t)r->n_stop, 0 };
+	    r->model_len, NULL, NULL };
+	struct openai_usage u = { 3, (uint32_t)r->n_stop, 0, 0, 0 };
 	struct openai_stream s;
 	struct ts_buf b;
 	size_t i, want;

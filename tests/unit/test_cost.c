@@ -127,7 +127,8 @@ worst_answer(const struct openai_request *r, int calls, const char *model)
 	struct openai_lp_token *t;
 	struct openai_lp_entry top[20];
 	struct openai_lp_src src;
-	struct openai_usage u = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
+	struct openai_usage u = { UINT32_MAX, UINT32_MAX, UINT32_MAX,
+	    UINT32_MAX, 1 };
 	struct openai_meta m;
 	struct ts_buf b;
 	char name[65], *text;
@@ -235,7 +236,8 @@ test_bound_responses(void **unused)
 	struct openai_token_cost tc;
 	struct openai_request r;
 	struct openai_resp_meta m;
-	struct openai_usage u = { UINT32_MAX, UINT32_MAX, UINT32_MAX };
+	struct openai_usage u = { UINT32_MAX, UINT32_MAX, UINT32_MAX,
+	    UINT32_MAX, 1 };
 	struct ts_buf b;
 	char *instr, *text;
 	const char *param;

@@ -491,6 +491,80 @@ test_plan(void **state)
 	ollama_request_free(&req);
 }
 
+/* think (text/think.h): the thinking objects of a stream, before the
+ * content, and the whole answer's thinking; parse's efforts. */
+static void
+test_encode_thinking(void **state)
+{
+	struct ollama_meta chat = { OLLAMA_CHAT, MODEL, strlen(MODEL) };
+	struct ollama_meta gen = { OLLAMA_GENERATE, "m:latest", 8 };
+	struct ollama_stats st = { OLLAMA_DONE_STOP, 1000, 10, 21, 200, 5,
+	    700 };
+	const int64_t t = INT64_C(1691177565499127000);
+	struct ollama_request req;
+	struct http_error err;
+	struct ts_buf b;
+
+	(void)state;
+	ts_buf_init(&b, 4096);
+	assert_int_equal(ollama_encode_thinking_chunk(&b, &chat, t, "hm\n",
+	    3), TS_OK);
+	assert_string_equal(b.p, "{\"model\":\"tokstream-sim\",\"created_at\":"
+	    "\"2023-08-04T19:32:45.499127Z\",\"message\":{\"role\":"
+	    "\"assistant\",\"content\":\"\",\"thinking\":\"hm\\n\"},"
+	    "\"done\":false}\n");
+	b.len = 0;
+	assert_int_equal(ollama_encode_thinking_chunk(&b, &gen, t, "hm", 2),
+	    TS_OK);
+	assert_string_equal(b.p, "{\"model\":\"m:latest\",\"created_at\":"
+	    "\"2023-08-04T19:32:45.499127Z\",\"response\":\"\",\"thinking\":"
+	    "\"hm\",\"done\":false}\n");
+	b.len = 0;
+	assert_int_equal(ollama_encode_final_think(&b, &chat, t, "ok", 2,
+	    "so", 2, NULL, 0, &st), TS_OK);
+	assert_string_equal(b.p, "{\"model\":\"tokstream-sim\",\"created_at\":"
+	    "\"2023-08-04T19:32:45.499127Z\",\"message\":{\"role\":"
+	    "\"assistant\",\"content\":\"ok\",\"thinking\":\"so\"},"
+	    "\"done_reason\":\"stop\",\"done\":true,\"total_duration\":1000,"
+	    "\"load_duration\":10,\"prompt_eval_count\":21,"
+	    "\"prompt_eval_duration\":200,\"eval_count\":5,"
+	    "\"eval_duration\":700}\n");
+	b.len = 0;
+	assert_int_equal(ollama_encode_final_think(&b, &gen, t, "ok", 2,
+	    "so", 2, NULL, 0, &st), TS_OK);
+	assert_non_null(strstr(b.p, "\"response\":\"ok\",\"thinking\":\"so\","
+	    "\"done\":true"));
+	/* full: nothing appended */
+	ts_buf_free(&b);
+	ts_buf_init(&b, 16);
+	assert_int_equal(ollama_encode_thinking_chunk(&b, &chat, t, "hm", 2),
+	    TS_ELIMIT);
+	assert_int_equal(b.len, 0);
+	ts_buf_free(&b);
+
+	/* think's efforts */
+	assert_int_equal(parse(OLLAMA_CHAT, "{'model':'tokstream-sim',"
+	    "'messages':[],'think':true}", &req, &err), TS_OK);
+	assert_int_equal(req.effort, THINK_EFFORT_MEDIUM);
+	ollama_request_free(&req);
+	assert_int_equal(parse(OLLAMA_CHAT, "{'model':'tokstream-sim',"
+	    "'messages':[],'think':false}", &req, &err), TS_OK);
+	assert_int_equal(req.effort, THINK_EFFORT_NONE);
+	ollama_request_free(&req);
+	assert_int_equal(parse(OLLAMA_CHAT, "{'model':'tokstream-sim',"
+	    "'messages':[],'think':'high'}", &req, &err), TS_OK);
+	assert_int_equal(req.effort, THINK_EFFORT_HIGH);
+	ollama_request_free(&req);
+	assert_int_equal(parse(OLLAMA_CHAT, "{'model':'tokstream-sim',"
+	    "'messages':[]}", &req, &err), TS_OK);
+	assert_int_equal(req.effort, THINK_EFFORT_UNSET);
+	ollama_request_free(&req);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_LOW, 0), 64);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_UNSET, 0), 0);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_UNSET, 1), 256);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_NONE, 1), 0);
+}
+
 int
 main(void)
 {
@@ -500,6 +574,7 @@ main(void)
 		cmocka_unit_test(test_prompts),
 		cmocka_unit_test(test_time),
 		cmocka_unit_test(test_encode),
+		cmocka_unit_test(test_encode_thinking),
 		cmocka_unit_test(test_encode_parses),
 		cmocka_unit_test(test_plan),
 	};

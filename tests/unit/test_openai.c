@@ -726,7 +726,7 @@ test_error_json(void **unused)
 #define USAGE "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2," \
 	"\"total_tokens\":7,\"prompt_tokens_details\":{\"cached_tokens\":0}}"
 
-static const struct openai_usage usage = { 5, 2, 0 };
+static const struct openai_usage usage = { 5, 2, 0, 0, 0 };
 
 static void
 meta(struct openai_meta *m, enum openai_kind kind)
