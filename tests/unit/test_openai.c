@@ -1196,6 +1196,191 @@ test_responses_encode(void **unused)
 	ts_buf_free(&b);
 }
 
+/* ---- reasoning (text/think.h) ------------------------------------------ */
+
+/* reasoning_effort and reasoning {effort, summary}: parsed, refused;
+ * the thinking chunks, message field and usage of chat; the Responses
+ * API's reasoning item and events. */
+static void
+test_reasoning(void **unused)
+{
+	static const struct openai_usage ru = { 5, 20, 0, 16, 1 };
+	struct openai_request r;
+	struct http_error err;
+	struct openai_stream s;
+	struct openai_meta m;
+	struct openai_resp_meta rm;
+	struct openai_resp_stream st;
+	struct openai_choice c;
+	struct ts_buf b;
+	char seq[2048];
+
+	(void)unused;
+	assert_int_equal(parse(CHAT, "{'model':'tokstream-sim','messages':"
+	    "[{'role':'user','content':'hi'}],'reasoning_effort':'low'}", &r,
+	    &err), TS_OK);
+	assert_int_equal(r.effort, THINK_EFFORT_LOW);
+	openai_request_free(&r);
+	assert_int_equal(parse(CHAT, "{'model':'tokstream-sim','messages':"
+	    "[{'role':'user','content':'hi'}],'reasoning_effort':null}", &r,
+	    &err), TS_OK);
+	assert_int_equal(r.effort, THINK_EFFORT_UNSET);
+	openai_request_free(&r);
+	assert_int_equal(parse(CHAT, "{'model':'tokstream-sim','messages':"
+	    "[{'role':'user','content':'hi'}],'reasoning_effort':'huge'}", &r,
+	    &err), TS_EINVAL);
+	assert_int_equal(err.status, 400);
+	assert_string_equal(err.param, "reasoning_effort");
+	assert_string_equal(err.code, "invalid_value");
+	assert_int_equal(parse(CHAT, "{'model':'tokstream-sim','messages':"
+	    "[{'role':'user','content':'hi'}],'reasoning_effort':1}", &r,
+	    &err), TS_EINVAL);
+	assert_string_equal(err.param, "reasoning_effort");
+	assert_int_equal(parse(RESP, "{'model':'tokstream-sim','input':'hi',"
+	    "'reasoning':{'effort':'xhigh','summary':'detailed'}}", &r, &err),
+	    TS_OK);
+	assert_int_equal(r.effort, THINK_EFFORT_XHIGH);
+	assert_int_equal(r.reasoning_summary, 3);
+	openai_request_free(&r);
+	assert_int_equal(parse(RESP, "{'model':'tokstream-sim','input':'hi',"
+	    "'reasoning':{'summary':'long'}}", &r, &err), TS_EINVAL);
+	assert_string_equal(err.param, "reasoning.summary");
+	assert_int_equal(parse(RESP, "{'model':'tokstream-sim','input':'hi',"
+	    "'reasoning':'high'}", &r, &err), TS_EINVAL);
+	assert_string_equal(err.param, "reasoning");
+	/* the budgets, capped by max_tokens as think_tokens does */
+	assert_int_equal(think_effort_budget(THINK_EFFORT_MINIMAL, 0), 16);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_MEDIUM, 0), 256);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_HIGH, 0), 1024);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_MAX, 0), 4096);
+	assert_int_equal(think_effort_budget(THINK_EFFORT_UNSET, 1), 256);
+	assert_int_equal(think_tokens(think_effort_budget(THINK_EFFORT_HIGH,
+	    0), 40), 39);
+	assert_string_equal(think_effort_name(THINK_EFFORT_XHIGH), "xhigh");
+	assert_null(think_effort_name(THINK_EFFORT_UNSET));
+
+	/* chat chunks: the first with the role, content null */
+	ts_buf_init(&b, 8192);
+	meta(&m, CHAT);
+	m.reasoning_field = NULL;
+	openai_stream_init(&s, &m, 0);
+	assert_int_equal(openai_encode_reasoning_chunk(&b, &s, T("hm"), NULL),
+	    TS_OK);
+	assert_int_equal(openai_encode_reasoning_chunk(&b, &s, T("\n"), NULL),
+	    TS_OK);
+	assert_int_equal(openai_encode_chunk(&b, &s, T("ok")), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	assert_string_equal(b.p, "data: " CH_HEAD "\"choices\":[{\"index\":0,"
+	    "\"delta\":{\"role\":\"assistant\",\"content\":null,\"reasoning\":"
+	    "\"hm\"},\"logprobs\":null,\"finish_reason\":null}]}\n\n"
+	    "data: " CH_HEAD "\"choices\":[{\"index\":0,\"delta\":{"
+	    "\"reasoning\":\"\\n\"},\"logprobs\":null,\"finish_reason\":null}]}"
+	    "\n\ndata: " CH_HEAD "\"choices\":[{\"index\":0,\"delta\":{"
+	    "\"content\":\"ok\"},\"logprobs\":null,\"finish_reason\":null}]}"
+	    "\n\n");
+	ts_buf_reset(&b);
+	m.reasoning_field = "reasoning_content";
+	openai_stream_init(&s, &m, 1);
+	s.role_sent = 1;
+	assert_int_equal(openai_encode_reasoning_chunk(&b, &s, T("x"), NULL),
+	    TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	assert_non_null(strstr(b.p, "\"delta\":{\"reasoning_content\":\"x\"},"));
+	assert_non_null(strstr(b.p, "\"usage\":null}"));
+	ts_buf_reset(&b);
+	/* usage: completion_tokens_details when the request thinks */
+	assert_int_equal(openai_encode_usage(&b, &s, &ru), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	assert_non_null(strstr(b.p, "\"completion_tokens\":20,"
+	    "\"total_tokens\":25,\"prompt_tokens_details\":{\"cached_tokens\":"
+	    "0},\"completion_tokens_details\":{\"reasoning_tokens\":16}}"));
+	ts_buf_reset(&b);
+	/* the message: content, then the thinking's field */
+	memset(&c, 0, sizeof(c));
+	c.text = "ok";
+	c.len = 2;
+	c.x.reasoning = "hm";
+	c.x.reasoning_len = 2;
+	assert_int_equal(openai_encode_response_n(&b, &m, &c, 1, &ru), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	assert_non_null(strstr(b.p, "\"message\":{\"role\":\"assistant\","
+	    "\"content\":\"ok\",\"reasoning_content\":\"hm\",\"refusal\":null}"));
+	/* not UTF-8: nothing appended, the role still to send */
+	ts_buf_reset(&b);
+	openai_stream_init(&s, &m, 0);
+	assert_int_equal(openai_encode_reasoning_chunk(&b, &s, T("\xff"),
+	    NULL), TS_EINVAL);
+	assert_int_equal(b.len, 0);
+	assert_false(s.role_sent);
+	ts_buf_free(&b);
+
+	/* Responses: the reasoning item's events, then the message at 1 */
+	ts_buf_init(&b, 1u << 16);
+	resp_meta(&rm);
+	rm.reasoning = 1;
+	rm.effort = "minimal";
+	openai_resp_stream_init(&st, &rm);
+	assert_int_equal(openai_resp_encode_start_reasoning(&b, &st), TS_OK);
+	assert_int_equal(openai_resp_encode_reasoning_delta(&b, &st, T("h")),
+	    TS_OK);
+	assert_int_equal(openai_resp_encode_reasoning_done(&b, &st, T("h")),
+	    TS_OK);
+	assert_int_equal(openai_resp_encode_delta(&b, &st, T("ok")), TS_OK);
+	st.meta.reasoning_text = "h";
+	st.meta.reasoning_len = 1;
+	assert_int_equal(openai_resp_encode_end(&b, &st, T("ok"),
+	    OPENAI_FINISH_STOP, &ru), TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	resp_events(b.p, seq, sizeof(seq));
+	assert_string_equal(seq, "response.created:0 response.in_progress:1 "
+	    "response.output_item.added:2 response.reasoning_text.delta:3 "
+	    "response.reasoning_text.done:4 response.output_item.done:5 "
+	    "response.output_item.added:6 response.content_part.added:7 "
+	    "response.output_text.delta:8 response.output_text.done:9 "
+	    "response.content_part.done:10 response.output_item.done:11 "
+	    "response.completed:12");
+	assert_non_null(strstr(b.p, "\"output_index\":0,\"item\":{\"id\":"
+	    "\"rs_42\",\"type\":\"reasoning\",\"summary\":[],\"content\":[],"
+	    "\"status\":\"in_progress\"}"));
+	assert_non_null(strstr(b.p, "{\"type\":\"response.reasoning_text.delta"
+	    "\",\"sequence_number\":3,\"item_id\":\"rs_42\",\"output_index\":0,"
+	    "\"content_index\":0,\"delta\":\"h\"}"));
+	assert_non_null(strstr(b.p, "\"item_id\":\"msg_42\",\"output_index\":1,"
+	    "\"content_index\":0,\"delta\":\"ok\""));
+	assert_non_null(strstr(b.p, "\"output\":[{\"id\":\"rs_42\",\"type\":"
+	    "\"reasoning\",\"summary\":[],\"content\":[{\"type\":"
+	    "\"reasoning_text\",\"text\":\"h\"}],\"status\":\"completed\"},{"
+	    "\"type\":\"message\""));
+	assert_non_null(strstr(b.p, "\"reasoning\":{\"effort\":\"minimal\","
+	    "\"summary\":null}"));
+	assert_non_null(strstr(b.p, "\"output_tokens_details\":{"
+	    "\"reasoning_tokens\":16}"));
+	/* with a summary: its part and text events */
+	ts_buf_reset(&b);
+	rm.summary = "auto";
+	openai_resp_stream_init(&st, &rm);
+	assert_int_equal(openai_resp_encode_start_reasoning(&b, &st), TS_OK);
+	assert_int_equal(openai_resp_encode_reasoning_delta(&b, &st, T("h")),
+	    TS_OK);
+	assert_int_equal(openai_resp_encode_reasoning_done(&b, &st, T("h")),
+	    TS_OK);
+	assert_int_equal(ts_buf_append(&b, "", 1), TS_OK);
+	resp_events(b.p, seq, sizeof(seq));
+	assert_string_equal(seq, "response.created:0 response.in_progress:1 "
+	    "response.output_item.added:2 "
+	    "response.reasoning_summary_part.added:3 "
+	    "response.reasoning_summary_text.delta:4 "
+	    "response.reasoning_summary_text.done:5 "
+	    "response.reasoning_summary_part.done:6 "
+	    "response.output_item.done:7 response.output_item.added:8 "
+	    "response.content_part.added:9");
+	assert_non_null(strstr(b.p, "\"summary_index\":0,\"delta\":\"h\""));
+	assert_non_null(strstr(b.p, "\"item\":{\"id\":\"rs_42\",\"type\":"
+	    "\"reasoning\",\"summary\":[{\"type\":\"summary_text\",\"text\":"
+	    "\"h\"}],\"status\":\"completed\"}"));
+	ts_buf_free(&b);
+}
+
 /* ---- tools, formats, logprobs, n --------------------------------------- */
 
 static void
@@ -1811,6 +1996,7 @@ main(void)
 		cmocka_unit_test(test_encode_failures),
 		cmocka_unit_test(test_models),
 		cmocka_unit_test(test_responses_encode),
+		cmocka_unit_test(test_reasoning),
 		cmocka_unit_test(test_chat_prompt),
 		cmocka_unit_test(test_parse_agent_fields),
 		cmocka_unit_test(test_encode_agent_chunks),
