@@ -74,7 +74,8 @@ sse() {
 		"max_tokens":30}')" >"$d/a"
 	think=$(sse "$d/s" | jq -j '.choices[0].delta.reasoning // empty')
 	text=$(sse "$d/s" | jq -j '.choices[0].delta.content // empty')
-	[ -n "$think" ] && [ -n "$text" ]
+	[ -n "$think" ]
+	[ -n "$text" ]
 	[ "$(jq -j '.choices[0].message.reasoning' "$d/a")" = "$think" ]
 	[ "$(jq -j '.choices[0].message.content' "$d/a")" = "$text" ]
 	jq -e '.usage.completion_tokens == 30 and
@@ -115,11 +116,12 @@ sse() {
 	# character (held back, sent with the next)
 	n=$(sse "$d/s" | jq -c 'select(.choices[0].delta.reasoning_content != null)' |
 		wc -l)
-	[ "$n" -gt 200 ] && [ "$n" -le 256 ]
+	[ "$n" -gt 200 ]
+	[ "$n" -le 256 ]
 	sse "$d/s" | jq -s -e '[.[] | select(.choices | length > 0) |
 		.choices[0].delta | has("reasoning_content")] | index(false) as $i |
 		.[$i:] | all(. == false)'
-	! grep -q '"reasoning":' "$d/s"
+	[ "$(grep -c '"reasoning":' "$d/s")" -eq 0 ]
 	sse "$d/s" | tail -n 1 |
 		jq -e '.usage.completion_tokens_details.reasoning_tokens == 256'
 	post "$BASE_A/v1/chat/completions" "$(chat a '{"max_tokens":260}')" >"$d/a"
