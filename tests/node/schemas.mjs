@@ -22,6 +22,10 @@
  *     ResponseCompletedEvent, ResponseIncompleteEvent, and with
  *     error_after 3 ResponseErrorEvent then ResponseFailedEvent), each
  *     event's "event:" line naming its data's type;
+ *   - reasoning: a chat answer and stream with reasoning_effort, and a
+ *     Responses answer and streams with reasoning (its item and events:
+ *     ReasoningItem and the ResponseReasoning*Event definitions,
+ *     transcribed from the openai SDK's types, responses.d.ts);
  *   - the errors (ErrorResponse): 404 unknown model, 400 invalid field and
  *     invalid JSON, 405, 404 unknown /v1 path, 414 query over 30,000 bytes.
  * Prints "FAIL: <what>: <ajv errors>" per failure and exits 1, or
@@ -271,6 +275,17 @@ const RESPONSE_EVENTS = {
 	'response.incomplete': 'ResponseIncompleteEvent',
 	'response.failed': 'ResponseFailedEvent',
 	error: 'ResponseErrorEvent',
+	/* reasoning (docs/API.md "Reasoning"): the SDK's types */
+	'response.reasoning_text.delta': 'ResponseReasoningTextDeltaEvent',
+	'response.reasoning_text.done': 'ResponseReasoningTextDoneEvent',
+	'response.reasoning_summary_part.added':
+	    'ResponseReasoningSummaryPartAddedEvent',
+	'response.reasoning_summary_part.done':
+	    'ResponseReasoningSummaryPartDoneEvent',
+	'response.reasoning_summary_text.delta':
+	    'ResponseReasoningSummaryTextDeltaEvent',
+	'response.reasoning_summary_text.done':
+	    'ResponseReasoningSummaryTextDoneEvent',
 };
 
 /* a Responses stream: each event's schema by its type; returns the types */
@@ -531,6 +546,32 @@ async function live() {
 	t = await responseStream('responses stream, error_after 3',
 		{ ...resp, max_output_tokens: 10, error_after: 3, stream: true });
 	expectLast('responses stream, error_after 3', t, ['error', 'response.failed']);
+
+	/* reasoning: chat's reasoning chunks and message, the Responses
+	 * API's reasoning item and its events (text and summary) */
+	const rc = await jsonCase('chat, reasoning_effort minimal', 'POST', C,
+		{ ...chat, reasoning_effort: 'minimal', max_tokens: 20 }, 200,
+		'CreateChatCompletionResponse');
+	if (rc && !(rc.usage?.completion_tokens_details?.reasoning_tokens > 0))
+		fail('chat, reasoning_effort minimal', `usage ${show(rc.usage)}`);
+	await chunkStream('chat stream, reasoning_effort minimal', C,
+		{ ...chat, reasoning_effort: 'minimal', max_tokens: 20,
+		  stream: true, stream_options: { include_usage: true } },
+		'CreateChatCompletionStreamResponse');
+	const rr = await jsonCase('responses, reasoning minimal', 'POST', R,
+		{ ...resp, reasoning: { effort: 'minimal' }, max_output_tokens: 20 },
+		200, 'Response');
+	if (rr && rr.output?.[0]?.type !== 'reasoning')
+		fail('responses, reasoning minimal', `output ${show(rr.output)}`);
+	for (const summary of [undefined, 'auto']) {
+		const what = `responses stream, reasoning summary ${summary}`;
+		t = await responseStream(what, { ...resp, max_output_tokens: 20,
+			reasoning: { effort: 'minimal', summary }, stream: true });
+		if (!t.includes(summary ? 'response.reasoning_summary_text.delta' :
+		    'response.reasoning_text.delta'))
+			fail(what, `no reasoning deltas in ${show(t)}`);
+		expectLast(what, t, [...tail, 'response.incomplete']);
+	}
 
 	/* errors in the OpenAI shape */
 	const E = 'ErrorResponse';
