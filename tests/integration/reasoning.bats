@@ -239,6 +239,15 @@ EOF
 	jq -e 'has("thinking") | not' "$d/a"
 }
 
+@test "tokstream-fcgi refuses a --reasoning other than always or request, and a --reasoning-field other than reasoning or reasoning_content (exit 2)" {
+	run "$TS_BUILDDIR/src/tokstream-fcgi" --reasoning sometimes
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--reasoning is always or request"* ]]
+	run "$TS_BUILDDIR/src/tokstream-fcgi" --reasoning-field thoughts
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--reasoning-field is reasoning or reasoning_content"* ]]
+}
+
 @test "the openai SDK reads delta.reasoning and message.reasoning (chat, stream and not) and the Responses API's reasoning item and events" {
 	need_node openai
 	run timeout 120 node "$TS_SRCDIR/tests/node/reasoning.mjs" "$BASE" openai reasoning
