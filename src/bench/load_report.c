@@ -482,6 +482,7 @@ load_acc_free(struct load_acc *a)
 	load_samples_free(&a->itl);
 	load_samples_free(&a->e2el);
 	load_samples_free(&a->itl1);
+	load_samples_free(&a->ttfr);
 }
 
 void
@@ -513,6 +514,15 @@ load_acc_completed(struct load_acc *a, long prompt_tokens,
 }
 
 void
+load_acc_reasoning(struct load_acc *a, double ttfr_ms, size_t events)
+{
+	if (events == 0)
+		return;
+	a->reasoning_events += events;
+	load_samples_add(&a->ttfr, ttfr_ms);
+}
+
+void
 load_acc_abandoned(struct load_acc *a, size_t ntokens)
 {
 	a->abandoned++;
@@ -541,6 +551,7 @@ load_report_compute(const struct load_acc *a, double duration_s,
 	r.good = a->good;
 	r.prompt_tokens = a->prompt_tokens;
 	r.output_tokens = a->output_tokens;
+	r.reasoning_events = a->reasoning_events;
 	if (duration_s > 0.0) {
 		r.request_throughput = (double)a->completed / duration_s;
 		r.request_goodput = (double)a->good / duration_s;
@@ -552,7 +563,8 @@ load_report_compute(const struct load_acc *a, double duration_s,
 	    load_metric_compute(a->tpot.v, a->tpot.n, &r.tpot) != TS_OK ||
 	    load_metric_compute(a->itl.v, a->itl.n, &r.itl) != TS_OK ||
 	    load_metric_compute(a->e2el.v, a->e2el.n, &r.e2el) != TS_OK ||
-	    load_metric_compute(a->itl1.v, a->itl1.n, &r.itl1) != TS_OK)
+	    load_metric_compute(a->itl1.v, a->itl1.n, &r.itl1) != TS_OK ||
+	    load_metric_compute(a->ttfr.v, a->ttfr.n, &r.ttfr) != TS_OK)
 		return TS_EINVAL;
 	*out = r;
 	return TS_OK;

@@ -14,7 +14,10 @@
  *   ITL    every gap between consecutive token events, pooled over the
  *          requests (n tokens give n - 1 samples);
  *   E2E    request start to the end of the response (tokbench load: the
- *          arrival of data: [DONE], the end of the stream).
+ *          arrival of data: [DONE], the end of the stream);
+ *   TTFR   request start to the first reasoning token (a thinking or
+ *          reasoning delta), per completed request that had one: TTFT
+ *          stays the first content token, as vllm bench serve has it.
  * Only completed requests (ended with [DONE], no error event) feed them;
  * abandoned and failed requests are counted apart. Percentiles are
  * nearest-rank (stats.h), not numpy's linear interpolation: every reported
@@ -244,6 +247,8 @@ struct load_acc {
 	uint64_t abandoned_tokens;      /* token events read by abandoned */
 	struct load_samples ttft, tpot, itl, e2el;
 	struct load_samples itl1;       /* token 1 -> token 2, a request */
+	struct load_samples ttfr;       /* first reasoning token, a request */
+	uint64_t reasoning_events;      /* reasoning deltas, completed ones */
 };
 
 void load_acc_init(struct load_acc *a, const struct load_slo *slo);
@@ -265,6 +270,15 @@ void load_acc_completed(struct load_acc *a, long prompt_tokens,
     const double *arrival_ms, size_t ntokens, size_t output_tokens,
     double e2e_ms);
 
+/*
+ * Adds the reasoning of a completed request (call it beside
+ * load_acc_completed()): ttfr_ms, its first reasoning token's arrival in
+ * ms since its start, becomes a TTFR sample, and `events` (its reasoning
+ * deltas) is counted. A request without reasoning (events == 0) adds
+ * nothing.
+ */
+void load_acc_reasoning(struct load_acc *a, double ttfr_ms, size_t events);
+
 /* Counts an abandoned request that had read `ntokens` token events. */
 void load_acc_abandoned(struct load_acc *a, size_t ntokens);
 
@@ -282,6 +296,8 @@ struct load_report {
 	double total_token_throughput;  /* (prompt + output) / duration */
 	struct load_metric ttft, tpot, itl, e2el;
 	struct load_metric itl1;        /* the first gap of each request */
+	struct load_metric ttfr;        /* time to first reasoning token */
+	uint64_t reasoning_events;
 };
 
 /*

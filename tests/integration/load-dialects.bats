@@ -1,0 +1,142 @@
+#!/usr/bin/env bats
+# tokbench load in the other dialects tokstream speaks: Anthropic's
+# Messages API (--endpoint /v1/messages: named SSE events, x-api-key,
+# thinking and its TTFR) and Ollama's API (--endpoint /api/chat and
+# /api/generate: NDJSON lines, eval_count). Every count is checked
+# against the server's own: tokstream:generation_tokens_total on
+# /metrics counts every token the engine made, so its increase over a run
+# is what the run's output tokens must add up to. Durations are only
+# compared as orders (TTFR before TTFT).
+
+load helpers
+
+KEY=sk-dialects-test
+
+setup_file() {
+	ts_start --tpot-ms 10 --keepalive-ms 200 --api-key "$KEY"
+}
+
+teardown_file() {
+	ts_stop
+}
+
+# jqt FILE EXPR: the JSON report must satisfy EXPR (prints it if not).
+jqt() {
+	if ! jq -e "$2" "$1" >/dev/null; then
+		echo "not true: $2" >&2
+		jq -c . "$1" >&2
+		return 1
+	fi
+}
+
+# generated: the server's count of every token it generated so far
+generated() {
+	curl -s -H "Authorization: Bearer $KEY" "$BASE/metrics" |
+		awk '$1 == "tokstream:generation_tokens_total" { print $2 }'
+}
+
+@test "/v1/messages without thinking: every request completes, output tokens are the server's (message_delta usage, /metrics), no TTFR" {
+	d=$BATS_TEST_TMPDIR
+	before=$(generated)
+	[ -n "$before" ]
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/messages \
+		--model tokstream-sim --api-key "$KEY" --concurrency 5 --requests 20 \
+		--output-tokens 12 --prompt-tokens 8 --json "$d/m.json" --quiet
+	echo "$output"
+	[ "$status" -eq 0 ]
+	after=$(generated)
+	jqt "$d/m.json" '.completed == 20 and .failed == 0 and
+		.endpoint == "/v1/messages" and .count_ttft == 20'
+	# the server's count, and never more than asked
+	jqt "$d/m.json" ".total_output_tokens == $after - $before and
+		.total_output_tokens <= 20 * 12 and .total_output_tokens >= 20"
+	# a text_delta per token that released text; EOS releases none
+	jqt "$d/m.json" '.total_token_events <= .total_output_tokens and
+		.total_token_events >= 20'
+	# input tokens from message_start: the chat template's prompt
+	jqt "$d/m.json" '.total_input_tokens > 20 * 8'
+	jqt "$d/m.json" '.count_ttfr == 0 and .median_ttfr_ms == null and
+		.total_reasoning_events == 0'
+	[[ $output == *"Median TTFT (ms):"* ]]
+	[[ $output != *"TTFR"* ]]
+}
+
+@test "/v1/messages with --thinking-budget: thinking sent, TTFR before TTFT, reasoning deltas and text both counted, output tokens the server's" {
+	d=$BATS_TEST_TMPDIR
+	before=$(generated)
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/messages \
+		--model tokstream-sim --api-key "$KEY" --concurrency 5 --requests 20 \
+		--output-tokens 12 --thinking-budget 4 --json "$d/t.json" --quiet
+	echo "$output"
+	[ "$status" -eq 0 ]
+	after=$(generated)
+	jqt "$d/t.json" '.completed == 20 and .failed == 0 and
+		.settings.thinking_budget == 4'
+	jqt "$d/t.json" ".total_output_tokens == $after - $before and
+		.total_output_tokens <= 20 * 12"
+	# every request thought first: 4 thinking tokens, then text
+	jqt "$d/t.json" '.count_ttfr == 20 and .count_ttft == 20 and
+		.total_reasoning_events >= 20 and .total_reasoning_events <= 80'
+	jqt "$d/t.json" '.median_ttfr_ms < .median_ttft_ms and
+		.p99_ttfr_ms < .p99_ttft_ms and .min_ttfr_ms < .min_ttft_ms'
+	for k in "Median TTFR (ms):" "P99 TTFR (ms):" \
+		"Time to First Reasoning Token" "Total reasoning deltas:"; do
+		[[ $output == *"$k"* ]]
+	done
+	# a budget that leaves no room for text is a usage error
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/messages \
+		--requests 1 --output-tokens 4 --thinking-budget 4
+	[ "$status" -eq 2 ]
+	run "$TOKBENCH" load --url "$BASE" --endpoint /api/chat \
+		--requests 1 --thinking-budget 2
+	[ "$status" -eq 2 ]
+}
+
+@test "/v1/messages: the key goes as x-api-key (a wrong one is http_401 with Anthropic's error)" {
+	d=$BATS_TEST_TMPDIR
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/messages \
+		--model tokstream-sim --api-key "$KEY" --requests 2 --output-tokens 3
+	[ "$status" -eq 0 ]
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/messages \
+		--model tokstream-sim --api-key wrong --requests 2 \
+		--json "$d/w.json" --quiet
+	jqt "$d/w.json" '.completed == 0 and .failures.http_401 == 2'
+	[[ $(jq -r '.failure_examples.http_401' "$d/w.json") == *"HTTP 401"*"authentication_error"* ]]
+}
+
+@test "/api/chat and /api/generate: NDJSON lines, output tokens from eval_count (the server's count), input from prompt_eval_count; --think is sent and accepted" {
+	d=$BATS_TEST_TMPDIR
+	before=$(generated)
+	run "$TOKBENCH" load --url "$BASE" --endpoint /api/chat \
+		--api-key "$KEY" --concurrency 5 --requests 20 \
+		--output-tokens 10 --prompt-tokens 8 --json "$d/c.json"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	after=$(generated)
+	jqt "$d/c.json" '.completed == 20 and .failed == 0 and
+		.endpoint == "/api/chat" and .count_ttft == 20'
+	jqt "$d/c.json" ".total_output_tokens == $after - $before and
+		.total_output_tokens <= 20 * 10 and .total_output_tokens >= 20"
+	jqt "$d/c.json" '.total_token_events <= .total_output_tokens and
+		.total_input_tokens > 20 * 8 and .count_ttfr == 0'
+	[[ $output == *"model tokstream-sim"* ]]
+	before=$(generated)
+	run "$TOKBENCH" load --url "$BASE" --endpoint /api/generate \
+		--api-key "$KEY" --concurrency 4 --requests 8 \
+		--output-tokens 6 --think --json "$d/g.json" --quiet
+	echo "$output"
+	[ "$status" -eq 0 ]
+	after=$(generated)
+	jqt "$d/g.json" ".completed == 8 and .failed == 0 and
+		.total_output_tokens == $after - $before and
+		.total_output_tokens <= 48 and .settings.think == true"
+	# this server thinks on /v1/messages only: asked, none came
+	[[ $output == *"Median TTFR (ms):"*"n/a"* ]]
+	# no key: Ollama's 401
+	run "$TOKBENCH" load --url "$BASE" --endpoint /api/chat \
+		--model tokstream-sim --requests 1 --json "$d/n.json" --quiet
+	jqt "$d/n.json" '.failures.http_401 == 1'
+	run "$TOKBENCH" load --url "$BASE" --endpoint /api/chat \
+		--requests 1 --ignore-eos
+	[ "$status" -eq 2 ]
+}
