@@ -299,12 +299,11 @@ cmd_load_end(void *ud, struct req *q)
 	case REQ_COMPLETED:
 		/* /v1: the server's own counts (the usage chunk) when it
 		 * sent them; the deltas are the arrivals either way */
-		load_acc_completed(&rec->acc, q->usage_prompt >= 0 ?
+		load_acc_completed_reasoning(&rec->acc, q->usage_prompt >= 0 ?
 		    q->usage_prompt : q->prompt_tokens, q->arrival_ms,
 		    q->ntokens, q->usage_completion >= 0 ?
-		    (size_t)q->usage_completion : q->ntokens, q->done_ms);
-		/* reasoning (TTFR) is apart from the content tokens */
-		load_acc_reasoning(&rec->acc, q->reason_ms, q->nreason);
+		    (size_t)q->usage_completion : q->ntokens, q->done_ms,
+		    q->reason_ms, q->nreason);
 		break;
 	case REQ_STOPPED:
 		load_acc_abandoned(&rec->acc, q->ntokens);

@@ -490,7 +490,16 @@ load_acc_completed(struct load_acc *a, long prompt_tokens,
     const double *arrival_ms, size_t ntokens, size_t output_tokens,
     double e2e_ms)
 {
-	double ttft = 0.0, tpot = 0.0;
+	load_acc_completed_reasoning(a, prompt_tokens, arrival_ms, ntokens,
+	    output_tokens, e2e_ms, -1.0, 0);
+}
+
+void
+load_acc_completed_reasoning(struct load_acc *a, long prompt_tokens,
+    const double *arrival_ms, size_t ntokens, size_t output_tokens,
+    double e2e_ms, double ttfr_ms, size_t events)
+{
+	double ttft = 0.0, tpot = 0.0, first = -1.0;
 	size_t i;
 
 	a->completed++;
@@ -500,9 +509,16 @@ load_acc_completed(struct load_acc *a, long prompt_tokens,
 	if (ntokens > 0) {
 		ttft = arrival_ms[0];
 		load_samples_add(&a->ttft, ttft);
+		first = ttft;
 	}
-	if (ntokens > 0 &&
-	    load_tpot_ms(e2e_ms, ttft, output_tokens, &tpot) == TS_OK)
+	if (events > 0) {
+		a->reasoning_events += events;
+		load_samples_add(&a->ttfr, ttfr_ms);
+		if (first < 0 || ttfr_ms < first)
+			first = ttfr_ms;
+	}
+	if (first >= 0 &&
+	    load_tpot_ms(e2e_ms, first, output_tokens, &tpot) == TS_OK)
 		load_samples_add(&a->tpot, tpot);
 	for (i = 1; i < ntokens; i++)
 		load_samples_add(&a->itl, arrival_ms[i] - arrival_ms[i - 1]);
@@ -511,15 +527,6 @@ load_acc_completed(struct load_acc *a, long prompt_tokens,
 	load_samples_add(&a->e2el, e2e_ms);
 	if (load_slo_met(&a->slo, output_tokens, ttft, tpot, e2e_ms))
 		a->good++;
-}
-
-void
-load_acc_reasoning(struct load_acc *a, double ttfr_ms, size_t events)
-{
-	if (events == 0)
-		return;
-	a->reasoning_events += events;
-	load_samples_add(&a->ttfr, ttfr_ms);
 }
 
 void

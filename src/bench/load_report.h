@@ -271,13 +271,19 @@ void load_acc_completed(struct load_acc *a, long prompt_tokens,
     double e2e_ms);
 
 /*
- * Adds the reasoning of a completed request (call it beside
- * load_acc_completed()): ttfr_ms, its first reasoning token's arrival in
- * ms since its start, becomes a TTFR sample, and `events` (its reasoning
- * deltas) is counted. A request without reasoning (events == 0) adds
- * nothing.
+ * load_acc_completed() for a request that reasoned: ttfr_ms is its first
+ * reasoning token's arrival (ms since its start) and `events` its
+ * reasoning deltas (0: none, and ttfr_ms is ignored). It adds a TTFR
+ * sample, counts the deltas, and its TPOT runs from its first output
+ * token of either kind (the reasoning's, when that came first), since
+ * output_tokens counts the reasoning tokens too (Anthropic's
+ * output_tokens, OpenAI's completion_tokens): (E2E - first) /
+ * (output_tokens - 1) stays the decode's pace. TTFT, ITL and ITL1 stay
+ * those of the content tokens.
  */
-void load_acc_reasoning(struct load_acc *a, double ttfr_ms, size_t events);
+void load_acc_completed_reasoning(struct load_acc *a, long prompt_tokens,
+    const double *arrival_ms, size_t ntokens, size_t output_tokens,
+    double e2e_ms, double ttfr_ms, size_t events);
 
 /* Counts an abandoned request that had read `ntokens` token events. */
 void load_acc_abandoned(struct load_acc *a, size_t ntokens);
