@@ -6,7 +6,8 @@
 # against the server's own: tokstream:generation_tokens_total on
 # /metrics counts every token the engine made, so its increase over a run
 # is what the run's output tokens must add up to. Durations are only
-# compared as orders (TTFR before TTFT).
+# compared as orders (TTFR before TTFT). OpenAI's reasoning deltas come
+# from tests/node/openai-mini.mjs (tokstream's /v1 sends none yet).
 
 load helpers
 
@@ -18,6 +19,25 @@ setup_file() {
 
 teardown_file() {
 	ts_stop
+}
+
+teardown() {
+	[ -n "${MINI_PID:-}" ] && kill "$MINI_PID" 2>/dev/null || true
+}
+
+# start_mini: the tiny OpenAI-style server of load-v1.bats, which
+# streams reasoning deltas when asked (tokstream's /v1 does not yet)
+start_mini() {
+	local p i
+	p=$(free_port)
+	node "$TS_SRCDIR/tests/node/openai-mini.mjs" "$p" 2>/dev/null &
+	MINI_PID=$!
+	MINI=http://127.0.0.1:$p
+	for i in $(seq 1 50); do
+		curl -s -o /dev/null "$MINI/v1/models" && return 0
+		sleep 0.1
+	done
+	return 1
 }
 
 # jqt FILE EXPR: the JSON report must satisfy EXPR (prints it if not).
@@ -74,7 +94,8 @@ generated() {
 		.settings.thinking_budget == 4'
 	jqt "$d/t.json" ".total_output_tokens == $after - $before and
 		.total_output_tokens <= 20 * 12"
-	# every request thought first: 4 thinking tokens, then text
+	# every request thought first: 4 thinking tokens, then text; each
+	# request's TTFR below its TTFT puts every order statistic below
 	jqt "$d/t.json" '.count_ttfr == 20 and .count_ttft == 20 and
 		.total_reasoning_events >= 20 and .total_reasoning_events <= 80'
 	jqt "$d/t.json" '.median_ttfr_ms < .median_ttft_ms and
@@ -138,5 +159,40 @@ generated() {
 	jqt "$d/n.json" '.failures.http_401 == 1'
 	run "$TOKBENCH" load --url "$BASE" --endpoint /api/chat \
 		--requests 1 --ignore-eos
+	[ "$status" -eq 2 ]
+}
+
+@test "/v1/chat/completions with --reasoning-effort: sent; TTFR from delta.reasoning and from delta.reasoning_content, before TTFT; reasoning in the output tokens, not in the content deltas" {
+	need_node
+	start_mini
+	d=$BATS_TEST_TMPDIR
+	for effort in medium low; do
+		run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
+			--reasoning-effort $effort --concurrency 3 --requests 6 \
+			--output-tokens 10 --json "$d/$effort.json" --quiet
+		echo "$output"
+		[ "$status" -eq 0 ]
+		# 3 reasoning deltas, then 7 tokens as 6 content deltas
+		jqt "$d/$effort.json" ".completed == 6 and
+			.settings.reasoning_effort == \"$effort\" and
+			.count_ttfr == 6 and .total_reasoning_events == 18 and
+			.total_output_tokens == 60 and .total_token_events == 36"
+		# each request's TTFR is below its TTFT, so every order
+		# statistic is too
+		jqt "$d/$effort.json" '.median_ttfr_ms < .median_ttft_ms and
+			.p99_ttfr_ms < .p99_ttft_ms and .min_ttfr_ms < .min_ttft_ms'
+		[[ $output == *"Median TTFR (ms):"* ]]
+	done
+	# without it the mini sends none, and the report has no TTFR
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
+		--requests 2 --output-tokens 4 --json "$d/none.json" --quiet
+	[ "$status" -eq 0 ]
+	jqt "$d/none.json" '.count_ttfr == 0 and .total_reasoning_events == 0'
+	[[ $output != *"TTFR"* ]]
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/completions \
+		--requests 1 --reasoning-effort low
+	[ "$status" -eq 2 ]
+	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
+		--requests 1 --reasoning-effort extreme
 	[ "$status" -eq 2 ]
 }
