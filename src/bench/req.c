@@ -168,16 +168,27 @@ req_sum(const json_t *o, const char *const *keys)
 	return n;
 }
 
+/* True when the SSE event's name (its "event:" field) is `name`. */
+static int
+req_event_is(const struct sse_event *ev, const char *name)
+{
+	size_t n = strlen(name);
+
+	return ev->type_len == n && memcmp(ev->type, name, n) == 0;
+}
+
 /*
  * One of Anthropic's named events (RawMessageStreamEvent, @anthropic-ai/
- * sdk resources/messages/messages.d.ts): content_block_delta with a
+ * sdk resources/messages/messages.d.ts; the SDK's Stream dispatches on
+ * the SSE event name, and so does this): content_block_delta with a
  * non-empty text_delta is a token, with a thinking_delta a reasoning
  * token (other deltas, signature and input_json, are neither);
  * message_start gives the prompt (input_tokens + the cache's reads and
  * creations, which Anthropic counts apart), message_delta the
- * output_tokens, message_stop the end; "error" is an error event; ping
- * and the block starts and stops are skipped, as are unknown events (the
- * SDK's rule). Data that is not a JSON object is a protocol violation.
+ * output_tokens, message_stop the end; "error" is an error event; ping,
+ * the block starts and stops and unknown events are skipped (the SDK's
+ * rule). A known event whose data is not a JSON object, or any event
+ * after message_stop, is a protocol violation.
  */
 static enum ts_err
 req_messages_event(struct req *q, const struct sse_event *ev)
@@ -187,9 +198,9 @@ req_messages_event(struct req *q, const struct sse_event *ev)
 	static const char *const out_keys[] = {"output_tokens", NULL};
 	json_error_t jerr;
 	json_t *root, *d, *t;
-	const char *type, *dtype;
+	const char *dtype;
 	enum ts_err rc = TS_OK;
-	char *txt;
+	char *txt, *name;
 	long n;
 
 	if (q->done) {
@@ -197,24 +208,32 @@ req_messages_event(struct req *q, const struct sse_event *ev)
 		req_violation(q, "an event after message_stop");
 		return TS_EINVAL;
 	}
+	if (!req_event_is(ev, "message_start") &&
+	    !req_event_is(ev, "content_block_delta") &&
+	    !req_event_is(ev, "message_delta") &&
+	    !req_event_is(ev, "message_stop") &&
+	    !req_event_is(ev, "error")) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		return TS_OK;
+	}
 	root = json_loadb(ev->data, ev->data_len, JSON_ALLOW_NUL, &jerr);
 	if (!json_is_object(root)) {
 		req_log(q, REQ_OTHER, ev->data, ev->data_len);
 		txt = text_sanitize(ev->data, ev->data_len);
-		req_violation(q, "event %.*s is not a JSON object: %s",
-		    (int)(ev->type_len > 40 ? 40 : ev->type_len), ev->type,
+		name = text_sanitize(ev->type, ev->type_len);
+		req_violation(q, "event %s is not a JSON object: %s", name,
 		    txt);
+		free(name);
 		free(txt);
 		json_decref(root);
 		return TS_EINVAL;
 	}
-	type = json_string_value(json_object_get(root, "type"));
-	if (type == NULL)
-		type = "";
-	if (strcmp(type, "error") == 0 && (txt = text_error(root)) != NULL) {
+	if (req_event_is(ev, "error")) {
 		req_log(q, REQ_ERROR, ev->data, ev->data_len);
-		req_error(q, txt);
-	} else if (strcmp(type, "content_block_delta") == 0) {
+		txt = text_error(root);
+		req_error(q, txt != NULL ? txt : text_sanitize(ev->data,
+		    ev->data_len));
+	} else if (req_event_is(ev, "content_block_delta")) {
 		d = json_object_get(root, "delta");
 		dtype = json_string_value(json_object_get(d, "type"));
 		if (dtype != NULL && strcmp(dtype, "text_delta") == 0 &&
@@ -225,22 +244,20 @@ req_messages_event(struct req *q, const struct sse_event *ev)
 			req_reasoning(q, ev);
 		else
 			req_log(q, REQ_OTHER, ev->data, ev->data_len);
-	} else if (strcmp(type, "message_start") == 0) {
+	} else if (req_event_is(ev, "message_start")) {
 		t = json_object_get(json_object_get(root, "message"), "usage");
 		if ((n = req_sum(t, in_keys)) >= 0)
 			q->usage_prompt = n;
 		req_log(q, REQ_OTHER, ev->data, ev->data_len);
-	} else if (strcmp(type, "message_delta") == 0) {
+	} else if (req_event_is(ev, "message_delta")) {
 		if ((n = req_sum(json_object_get(root, "usage"),
 		    out_keys)) >= 0)
 			q->usage_completion = n;
 		req_log(q, REQ_OTHER, ev->data, ev->data_len);
-	} else if (strcmp(type, "message_stop") == 0) {
+	} else {        /* message_stop */
 		req_log(q, REQ_DONE, ev->data, ev->data_len);
 		q->done = 1;
 		q->done_ms = q->chunk_ms;
-	} else {
-		req_log(q, REQ_OTHER, ev->data, ev->data_len);
 	}
 	json_decref(root);
 	return rc;
