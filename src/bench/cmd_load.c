@@ -264,7 +264,7 @@ cmd_load_example(struct load_run *rec, const struct req *q,
 		 * error": say what is missing */
 		n = strlen(req_detail(q)) + 96;
 		msg = txt = xmalloc(n);
-		snprintf(txt, n, "the stream ended before its end (%s) (%s)",
+		snprintf(txt, n, "the stream ended before %s (%s)",
 		    cmd_load_end_name(q->api), req_detail(q));
 		break;
 	default:
