@@ -181,6 +181,7 @@ cmd_load_make(void *ud, const struct load_plan *p)
 		sprintf(url, "%s%s", o->url, cmd_load_path(o->endpoint));
 		req_set_url(q, url);
 		run->v1_prompt[plen] = '\0';
+		req_set_reasoning(q, &run->reasoning);
 		if (o->endpoint == LOAD_EP_MESSAGES)
 			req_set_messages(q, run->model, run->v1_prompt,
 			    p->output_tokens, o->tpot_ms, o->prefill_ms);
@@ -194,7 +195,6 @@ cmd_load_make(void *ud, const struct load_plan *p)
 			    REQ_API_CHAT : REQ_API_COMPLETIONS, run->model,
 			    run->v1_prompt, p->output_tokens, o->ignore_eos,
 			    o->tpot_ms, o->prefill_ms);
-		req_set_reasoning(q, &run->reasoning);
 		run->v1_prompt[plen] = keep;
 	}
 	return q;

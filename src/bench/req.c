@@ -609,34 +609,48 @@ req_set_url(struct req *q, char *url)
 	curl_easy_setopt(q->curl, CURLOPT_URL, url);
 }
 
-/* Sets q's POST body to the compact text of q->post_json. */
+/* Adds q->reasoning's field for API api to the body o. */
 static void
-req_post(struct req *q)
+req_add_reasoning(const struct req *q, enum req_api api, json_t *o)
 {
-	free(q->post);
-	q->post = json_dumps(q->post_json, JSON_COMPACT);
-	if (q->post == NULL)
-		abort();        /* only allocation fails here: UTF-8 args */
-	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDS, q->post);
-	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(q->post));
+	const struct req_reasoning *r = q->reasoning;
+
+	if (r == NULL)
+		return;
+	if (api == REQ_API_MESSAGES && r->thinking_budget > 0)
+		json_object_set_new(o, "thinking", json_pack("{s:s,s:I}",
+		    "type", "enabled", "budget_tokens",
+		    (json_int_t)r->thinking_budget));
+	else if (api == REQ_API_CHAT && r->effort != NULL)
+		json_object_set_new(o, "reasoning_effort",
+		    json_string(r->effort));
+	else if ((api == REQ_API_OLLAMA_CHAT ||
+	    api == REQ_API_OLLAMA_GENERATE) && r->think)
+		json_object_set_new(o, "think", json_true());
 }
 
-/* Makes the body o (owned) q's, of API api, with the lab knobs
- * tpot_ms and prefill_ms when they are >= 0. */
+/* Makes the body o (owned, freed here) q's POST body, of API api, with
+ * the reasoning asked for and the lab knobs tpot_ms and prefill_ms when
+ * they are >= 0. */
 static void
 req_set_body(struct req *q, enum req_api api, json_t *o, long tpot_ms,
     long prefill_ms)
 {
 	if (o == NULL)
 		abort();        /* json_pack of valid args: allocation only */
+	req_add_reasoning(q, api, o);
 	if (tpot_ms >= 0)
 		json_object_set_new(o, "tpot_ms", json_integer(tpot_ms));
 	if (prefill_ms >= 0)
 		json_object_set_new(o, "prefill_ms", json_integer(prefill_ms));
-	json_decref(q->post_json);
-	q->post_json = o;
+	free(q->post);
+	q->post = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (q->post == NULL)
+		abort();        /* only allocation fails here: UTF-8 args */
 	q->api = api;
-	req_post(q);
+	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDS, q->post);
+	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(q->post));
 }
 
 void
@@ -687,23 +701,7 @@ req_set_ollama(struct req *q, enum req_api api, const char *model,
 void
 req_set_reasoning(struct req *q, const struct req_reasoning *r)
 {
-	json_t *o = q->post_json;
-
-	if (o == NULL)
-		return;
-	if (q->api == REQ_API_MESSAGES && r->thinking_budget > 0)
-		json_object_set_new(o, "thinking", json_pack("{s:s,s:I}",
-		    "type", "enabled", "budget_tokens",
-		    (json_int_t)r->thinking_budget));
-	else if (q->api == REQ_API_CHAT && r->effort != NULL)
-		json_object_set_new(o, "reasoning_effort",
-		    json_string(r->effort));
-	else if ((q->api == REQ_API_OLLAMA_CHAT ||
-	    q->api == REQ_API_OLLAMA_GENERATE) && r->think)
-		json_object_set_new(o, "think", json_true());
-	else
-		return;
-	req_post(q);
+	q->reasoning = r;
 }
 
 void
@@ -774,6 +772,5 @@ req_free(struct req *q)
 	free(q->log);
 	free(q->url);
 	free(q->post);
-	json_decref(q->post_json);
 	free(q);
 }

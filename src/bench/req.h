@@ -23,7 +23,6 @@
 #include <time.h>
 
 #include <curl/curl.h>
-#include <jansson.h>
 
 #include "bench/client.h"
 #include "bench/load_report.h"
@@ -77,7 +76,7 @@ struct req {
 	char *url;              /* owned; see req_set_url() */
 	enum req_api api;
 	char *post;             /* a POST request's JSON body; owned */
-	json_t *post_json;      /* ... as JSON, for req_set_reasoning() */
+	const struct req_reasoning *reasoning;  /* borrowed; NULL none */
 	size_t stop_after;      /* hang up after this many tokens; 0 never */
 	int keep_log;           /* fill log[] */
 	long prompt_tokens;     /* the owner's plan, for its report */
@@ -165,12 +164,13 @@ void req_set_v1(struct req *q, enum req_api api, const char *model,
     long prefill_ms);
 
 /*
- * Adds the reasoning request r to q's body (after req_set_v1(),
- * req_set_messages() or req_set_ollama()): "reasoning_effort" (OpenAI
- * chat, CreateChatCompletionRequest), "thinking":{"type":"enabled",
- * "budget_tokens":N} (Anthropic, ThinkingConfigEnabled) or "think":true
- * (Ollama's ChatRequest / GenerateRequest), each only for its API and
- * only when set.
+ * Makes the body that req_set_v1(), req_set_messages() or
+ * req_set_ollama() builds next carry the reasoning request r (borrowed:
+ * it must outlive q's body setting; NULL for none): "reasoning_effort"
+ * (OpenAI chat, CreateChatCompletionRequest), "thinking":{"type":
+ * "enabled","budget_tokens":N} (Anthropic, ThinkingConfigEnabled) or
+ * "think":true (Ollama's ChatRequest / GenerateRequest), each only for
+ * its API and only when set. Call it before the body setter.
  */
 void req_set_reasoning(struct req *q, const struct req_reasoning *r);
 
