@@ -23,6 +23,11 @@ teardown_file() {
 
 teardown() {
 	[ -n "${MINI_PID:-}" ] && kill "$MINI_PID" 2>/dev/null || true
+	# a second server of a test: stopped, and the file's one back
+	if [ -n "${BASE0:-}" ]; then
+		ts_stop
+		BASE=$BASE0 RUNDIR=$RUNDIR0 PORT=$PORT0
+	fi
 }
 
 # start_mini: the tiny OpenAI-style server of load-v1.bats, which
@@ -195,4 +200,20 @@ generated() {
 	run "$TOKBENCH" load --url "$MINI" --endpoint /v1/chat/completions \
 		--requests 1 --reasoning-effort extreme
 	[ "$status" -eq 2 ]
+}
+
+@test "/v1/messages failing mid-stream (injected at random on a server of its own): an error event is sse_error_event with Anthropic's error, a cut stream is truncated before message_stop" {
+	d=$BATS_TEST_TMPDIR
+	BASE0=$BASE RUNDIR0=$RUNDIR PORT0=$PORT
+	TS_RUNDIR=$d/ts2 ts_start --failure-injection-rate 100 \
+		--failure-types midstream_error,midstream_cut --tpot-ms 5
+	run "$TOKBENCH" load --url "$BASE" --endpoint /v1/messages \
+		--model tokstream-sim --concurrency 3 --requests 6 \
+		--output-tokens 40 --json "$d/f.json" --quiet
+	echo "$output"
+	jqt "$d/f.json" '.completed == 0 and .failed == 6 and
+		.failures.sse_error_event > 0 and .failures.truncated > 0 and
+		.failures.sse_error_event + .failures.truncated == 6'
+	[[ $(jq -r '.failure_examples.sse_error_event' "$d/f.json") == *"error event after"*"(type api_error)"* ]]
+	[[ $(jq -r '.failure_examples.truncated' "$d/f.json") == *"before event: message_stop"* ]]
 }
