@@ -18,15 +18,10 @@
  * tokstream's latency knobs (prefill_ms, tpot_ms) go in through a custom
  * fetch, which also records the body sent and the X-Request-Id.
  *
- * One known mismatch is worked around, and counted in the "ok" line:
- * tokstream's text blocks carry "citations": null, as the official SDK's
- * TextBlock type declares (citations: Array<TextCitation> | null), while
- * @ai-sdk/anthropic 2.0.x validates a non-streamed Message with
- * citations as an optional array (null is "Invalid JSON response");
- * Anthropic's service leaves the field out when there are none. The
- * fetch drops a null "citations" from a non-streamed answer's blocks
- * (what proxies that add it do for this SDK); the streamed events are
- * passed through untouched. Against
+ * Text blocks carry no "citations" (Anthropic's service leaves the field
+ * out when there are none; @ai-sdk/anthropic 2.0.x refuses a null one
+ * with "Invalid JSON response", which tokstream sent until 2026-12-06).
+ * Against
  * a server without /v1/messages every call fails (404). Prints "FAIL:
  * ..." lines and exits 1, or one "ok: ..." line and exits 0.
  */
@@ -84,32 +79,9 @@ function provider(rec) {
 			const res = await fetch(url, { ...init,
 			    body: JSON.stringify(body) });
 			rec.requestId = res.headers.get('x-request-id');
-			return dropNullCitations(res);
+			return res;
 		},
 	});
-}
-
-let citationsDropped = 0;
-
-/* a non-streamed Message without its blocks' "citations": null (above) */
-async function dropNullCitations(res) {
-	const ct = res.headers.get('content-type') ?? '';
-	if (!ct.startsWith('application/json'))
-		return res;
-	const text = await res.text();
-	let msg;
-	try {
-		msg = JSON.parse(text);
-	} catch {
-		return new Response(text, res);
-	}
-	for (const b of Array.isArray(msg?.content) ? msg.content : [])
-		if (b && b.citations === null) {
-			delete b.citations;
-			citationsDropped++;
-		}
-	return new Response(JSON.stringify(msg), { status: res.status,
-	    statusText: res.statusText, headers: res.headers });
 }
 
 /* usage as the SDK gives it is /_debug/generated's count */
@@ -230,8 +202,7 @@ async function main() {
 		process.exit(1);
 	}
 	console.log(`ok: ${version('ai')}, ${version('@ai-sdk/anthropic')} ` +
-	    `against ${base}/v1/messages, ${checks} checks (citations: null ` +
-	    `dropped from ${citationsDropped} blocks)`);
+	    `against ${base}/v1/messages, ${checks} checks`);
 }
 
 if (!base || !URL.canParse(base)) {
