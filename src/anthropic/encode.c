@@ -271,9 +271,13 @@ jw_block(struct jw *w, const struct anthropic_block *blk, int empty)
 		break;
 	case ANTHROPIC_BLOCK_TEXT:
 	default:
+		/* no "citations": the SDK's TextBlock declares it
+		 * (Array<TextCitation> | null), but Anthropic's service
+		 * leaves it out of a block that has none (its documentation's
+		 * examples), and @ai-sdk/anthropic refuses a null one */
 		JW(w, "{\"type\":\"text\",\"text\":");
 		jw_str(w, empty ? "" : blk->text, empty ? 0 : blk->len);
-		JW(w, ",\"citations\":null}");
+		JW(w, "}");
 		break;
 	}
 }

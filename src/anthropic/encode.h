@@ -94,7 +94,7 @@ struct anthropic_block {
  * tokstream has none); usage with cache_creation zeros,
  * output_tokens_details {thinking_tokens}, server_tool_use null,
  * service_tier "standard", inference_geo and speed null. A text block
- * has citations null, a tool_use block caller {"type":"direct"}.
+ * has no citations field, a tool_use block caller {"type":"direct"}.
  * stop_seq (NULL: null) is the stop sequence that matched. A tool_use
  * block's input is its text when that is one whole JSON value, else {}
  * (a streamed input_json_delta sequence cut by max_tokens).

@@ -32,6 +32,10 @@
 #include "bench/msg.h"
 #include "bench/text.h"
 
+/* The API version every /v1/messages request names (Anthropic's
+ * required header; the SDK's default). */
+#define CMD_LOAD_ANTHROPIC_VERSION "anthropic-version: 2023-06-01"
+
 /* A run in progress: the record for the report, and what every request
  * is built from. */
 struct cmd_load_run {
@@ -41,21 +45,32 @@ struct cmd_load_run {
 	char *prompt;           /* "hello+hello+..." for the longest prompt */
 	char *v1_prompt;        /* /v1: "hello hello ..." the same */
 	char *model;            /* /v1: --model, or GET /v1/models' first */
-	char *auth;             /* /v1: "Authorization: Bearer KEY" or NULL */
+	char *auth;             /* /v1: "Authorization: Bearer KEY" or NULL
+				 * (/v1/messages: "x-api-key: KEY") */
+	struct req_reasoning reasoning;
 };
 
 /* The path of an endpoint. */
 static const char *
 cmd_load_path(enum load_endpoint ep)
 {
-	return ep == LOAD_EP_CHAT ? "/v1/chat/completions" :
-	    ep == LOAD_EP_COMPLETIONS ? "/v1/completions" : "/stream";
+	return load_endpoint_path(ep);
+}
+
+/* True for Ollama's endpoints. */
+static int
+cmd_load_ollama(enum load_endpoint ep)
+{
+	return ep == LOAD_EP_OLLAMA_CHAT || ep == LOAD_EP_OLLAMA_GENERATE;
 }
 
 /*
- * The model of a /v1 run: the first "id" of GET BASE/v1/models (OpenAI
- * API reference, "List models"), sent with the key when there is one.
- * Returns it (caller frees), or NULL after printing one line.
+ * The model of a run on a model API: the first "id" of GET BASE/v1/models
+ * (OpenAI API reference, "List models"; Anthropic's "List Models" has the
+ * same data[0].id), or for Ollama the first models[0].name of GET
+ * BASE/api/tags (ollama docs/api.md, "List Local Models"), sent with the
+ * key when there is one. Returns it (caller frees), or NULL after
+ * printing one line.
  */
 static char *
 cmd_load_first_model(const struct cmd_load_run *run)
@@ -76,20 +91,26 @@ cmd_load_first_model(const struct cmd_load_run *run)
 	memset(&b, 0, sizeof(b));
 	ts_buf_init(&b.buf, 1u << 20);
 	url = xmalloc(strlen(o->url) + 16);
-	sprintf(url, "%s/v1/models", o->url);
+	sprintf(url, "%s%s", o->url, cmd_load_ollama(o->endpoint) ?
+	    "/api/tags" : "/v1/models");
 	client_curl_common(c, errbuf, 10000);
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	if (run->auth != NULL) {
-		h = curl_slist_append(NULL, run->auth);
+	if (run->auth != NULL)
+		h = curl_slist_append(h, run->auth);
+	if (o->endpoint == LOAD_EP_MESSAGES)
+		h = curl_slist_append(h, CMD_LOAD_ANTHROPIC_VERSION);
+	if (h != NULL)
 		curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	}
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, client_body_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
 	root = cc == CURLE_OK && status == 200 ? json_loadb(b.buf.p ?
 	    b.buf.p : "", b.buf.len, 0, NULL) : NULL;
-	id = json_object_get(json_array_get(json_object_get(root, "data"), 0),
+	id = cmd_load_ollama(o->endpoint) ?
+	    json_object_get(json_array_get(json_object_get(root, "models"), 0),
+	    "name") :
+	    json_object_get(json_array_get(json_object_get(root, "data"), 0),
 	    "id");
 	if (json_is_string(id))
 		model = xstrndup(json_string_value(id), json_string_length(id));
@@ -97,8 +118,9 @@ cmd_load_first_model(const struct cmd_load_run *run)
 		msg_err("GET %s: %s; give --model NAME", url, errbuf[0] ?
 		    errbuf : curl_easy_strerror(cc));
 	else
-		msg_err("GET %s: HTTP %ld, no data[0].id in the answer; give "
-		    "--model NAME", url, status);
+		msg_err("GET %s: HTTP %ld, no %s in the answer; give "
+		    "--model NAME", url, status, cmd_load_ollama(o->endpoint) ?
+		    "models[0].name" : "data[0].id");
 	json_decref(root);
 	curl_slist_free_all(h);
 	curl_easy_cleanup(c);
@@ -159,9 +181,20 @@ cmd_load_make(void *ud, const struct load_plan *p)
 		sprintf(url, "%s%s", o->url, cmd_load_path(o->endpoint));
 		req_set_url(q, url);
 		run->v1_prompt[plen] = '\0';
-		req_set_v1(q, o->endpoint == LOAD_EP_CHAT ? REQ_API_CHAT :
-		    REQ_API_COMPLETIONS, run->model, run->v1_prompt,
-		    p->output_tokens, o->ignore_eos, o->tpot_ms, o->prefill_ms);
+		req_set_reasoning(q, &run->reasoning);
+		if (o->endpoint == LOAD_EP_MESSAGES)
+			req_set_messages(q, run->model, run->v1_prompt,
+			    p->output_tokens, o->tpot_ms, o->prefill_ms);
+		else if (cmd_load_ollama(o->endpoint))
+			req_set_ollama(q, o->endpoint == LOAD_EP_OLLAMA_CHAT ?
+			    REQ_API_OLLAMA_CHAT : REQ_API_OLLAMA_GENERATE,
+			    run->model, run->v1_prompt, p->output_tokens,
+			    o->tpot_ms, o->prefill_ms);
+		else
+			req_set_v1(q, o->endpoint == LOAD_EP_CHAT ?
+			    REQ_API_CHAT : REQ_API_COMPLETIONS, run->model,
+			    run->v1_prompt, p->output_tokens, o->ignore_eos,
+			    o->tpot_ms, o->prefill_ms);
 		run->v1_prompt[plen] = keep;
 	}
 	return q;
@@ -178,6 +211,21 @@ cmd_load_ascii_id(const char *s, size_t n)
 		if ((unsigned char)s[i] >= 0x80)
 			return 0;
 	return n > 0;
+}
+
+/* What ends a stream of API api, for a message. */
+static const char *
+cmd_load_end_name(enum req_api api)
+{
+	switch (api) {
+	case REQ_API_MESSAGES:
+		return "event: message_stop";
+	case REQ_API_OLLAMA_CHAT:
+	case REQ_API_OLLAMA_GENERATE:
+		return "a line with \"done\":true";
+	default:
+		return "data: [DONE]";
+	}
 }
 
 /* Keeps the first message of a failure kind: the status, and what went
@@ -216,8 +264,8 @@ cmd_load_example(struct load_run *rec, const struct req *q,
 		 * error": say what is missing */
 		n = strlen(req_detail(q)) + 96;
 		msg = txt = xmalloc(n);
-		snprintf(txt, n, "the stream ended before data: [DONE] (%s)",
-		    req_detail(q));
+		snprintf(txt, n, "the stream ended before %s (%s)",
+		    cmd_load_end_name(q->api), req_detail(q));
 		break;
 	default:
 		msg = req_detail(q);
@@ -251,10 +299,11 @@ cmd_load_end(void *ud, struct req *q)
 	case REQ_COMPLETED:
 		/* /v1: the server's own counts (the usage chunk) when it
 		 * sent them; the deltas are the arrivals either way */
-		load_acc_completed(&rec->acc, q->usage_prompt >= 0 ?
+		load_acc_completed_reasoning(&rec->acc, q->usage_prompt >= 0 ?
 		    q->usage_prompt : q->prompt_tokens, q->arrival_ms,
 		    q->ntokens, q->usage_completion >= 0 ?
-		    (size_t)q->usage_completion : q->ntokens, q->done_ms);
+		    (size_t)q->usage_completion : q->ntokens, q->done_ms,
+		    q->reason_ms, q->nreason);
 		break;
 	case REQ_STOPPED:
 		load_acc_abandoned(&rec->acc, q->ntokens);
@@ -412,9 +461,13 @@ cmd_load_run(const struct load_opts *o)
 		goto out;
 	/* the key, on every endpoint (a server started with --api-key
 	 * wants it on the lab's /stream too) */
+	run.reasoning.thinking_budget = o->thinking_budget;
+	run.reasoning.effort = o->reasoning_effort;
+	run.reasoning.think = o->think;
 	if (o->api_key != NULL) {
 		run.auth = xmalloc(strlen(o->api_key) + 32);
-		sprintf(run.auth, "Authorization: Bearer %s", o->api_key);
+		sprintf(run.auth, o->endpoint == LOAD_EP_MESSAGES ?
+		    "x-api-key: %s" : "Authorization: Bearer %s", o->api_key);
 		if (o->endpoint == LOAD_EP_STREAM &&
 		    load_drive_header(&run.drive, run.auth) != TS_OK)
 			goto out;
@@ -426,7 +479,10 @@ cmd_load_run(const struct load_opts *o)
 		    load_drive_header(&run.drive,
 		    "Content-Type: application/json") != TS_OK ||
 		    (run.auth != NULL &&
-		    load_drive_header(&run.drive, run.auth) != TS_OK))
+		    load_drive_header(&run.drive, run.auth) != TS_OK) ||
+		    (o->endpoint == LOAD_EP_MESSAGES &&
+		    load_drive_header(&run.drive,
+		    CMD_LOAD_ANTHROPIC_VERSION) != TS_OK))
 			goto out;
 	}
 	if (!o->quiet) {

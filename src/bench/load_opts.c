@@ -28,10 +28,11 @@
 static const char load_opts_usage[] =
     "usage: tokbench load (--concurrency C | --rate R [--max-concurrency M])\n"
     "                     (--requests N | --duration S) [options]\n"
-    "Runs many GET /stream (or --endpoint /v1/...) requests at once and\n"
-    "prints vLLM-style serving metrics (vllm bench serve): TTFT, TPOT, ITL,\n"
-    "E2E latency (mean, median, p90, p99 in ms; nearest-rank), request and\n"
-    "token throughput, goodput.\n"
+    "Runs many GET /stream (or --endpoint: OpenAI, Anthropic, Ollama)\n"
+    "requests at once and prints vLLM-style serving metrics (vllm bench\n"
+    "serve): TTFT, TPOT, ITL, E2E latency (mean, median, p90, p99 in ms;\n"
+    "nearest-rank), request and token throughput, goodput; TTFR (the first\n"
+    "reasoning token) when there is reasoning.\n"
     "Traffic (default --concurrency 1):\n"
     "  -c, --concurrency C       closed loop: C requests always in flight\n"
     "  -r, --rate R              open loop: Poisson arrivals, R requests/s\n"
@@ -72,11 +73,26 @@ static const char load_opts_usage[] =
     "                            include_usage; TTFT at the first content\n"
     "                            delta, ITL between deltas, output tokens\n"
     "                            from the usage chunk (vllm bench serve)\n"
-    "      --model NAME          the /v1 model (default: the first id of\n"
-    "                            GET /v1/models)\n"
-    "      --api-key KEY         send Authorization: Bearer KEY\n"
+    "      --model NAME          the model (default: the first id of\n"
+    "                            GET /v1/models; Ollama: of GET /api/tags)\n"
+    "      --api-key KEY         send Authorization: Bearer KEY (/v1/messages:\n"
+    "                            x-api-key: KEY)\n"
     "      --ignore-eos          send \"ignore_eos\":true (vLLM's extension:\n"
     "                            every request runs to its max_tokens)\n"
+    "      --endpoint /v1/messages  Anthropic's Messages API (named SSE\n"
+    "                            events; TTFT at the first text_delta,\n"
+    "                            output tokens from message_delta's usage;\n"
+    "                            --api-key goes as x-api-key)\n"
+    "      --endpoint /api/chat, /api/generate  Ollama's API (NDJSON; TTFT\n"
+    "                            at the first line with content, output\n"
+    "                            tokens from the last line's eval_count)\n"
+    "Reasoning (TTFR: time to the first reasoning token, apart from TTFT):\n"
+    "      --thinking-budget N   /v1/messages: \"thinking\":{\"type\":\n"
+    "                            \"enabled\",\"budget_tokens\":N}, N below\n"
+    "                            --output-tokens\n"
+    "      --reasoning-effort E  /v1/chat/completions: \"reasoning_effort\":E\n"
+    "                            (none, minimal, low, medium, high)\n"
+    "      --think               /api/chat, /api/generate: \"think\":true\n"
     "Report:\n"
     "      --goodput SPEC        SLOs in ms, e.g. \"ttft:500 tpot:50\" (keys\n"
     "                            ttft, tpot, e2el; repeatable): goodput =\n"
@@ -108,7 +124,10 @@ enum {
 	LOAD_OPT_ENDPOINT,
 	LOAD_OPT_MODEL,
 	LOAD_OPT_API_KEY,
-	LOAD_OPT_IGNORE_EOS
+	LOAD_OPT_IGNORE_EOS,
+	LOAD_OPT_THINKING_BUDGET,
+	LOAD_OPT_REASONING_EFFORT,
+	LOAD_OPT_THINK
 };
 
 static const struct option load_opts_longopts[] = {
@@ -132,10 +151,31 @@ static const struct option load_opts_longopts[] = {
 	{"model", required_argument, NULL, LOAD_OPT_MODEL},
 	{"api-key", required_argument, NULL, LOAD_OPT_API_KEY},
 	{"ignore-eos", no_argument, NULL, LOAD_OPT_IGNORE_EOS},
+	{"thinking-budget", required_argument, NULL,
+	    LOAD_OPT_THINKING_BUDGET},
+	{"reasoning-effort", required_argument, NULL,
+	    LOAD_OPT_REASONING_EFFORT},
+	{"think", no_argument, NULL, LOAD_OPT_THINK},
 	{"quiet", no_argument, NULL, LOAD_OPT_QUIET},
 	OPTS_LONG_HELP,
 	OPTS_LONG_END
 };
+
+/* The endpoints of --endpoint, in the order of enum load_endpoint. */
+static const char *const load_endpoint_paths[] = {
+	"/stream", "/v1/completions", "/v1/chat/completions", "/v1/messages",
+	"/api/chat", "/api/generate"
+};
+
+#define LOAD_NENDPOINTS \
+	(sizeof(load_endpoint_paths) / sizeof(load_endpoint_paths[0]))
+
+const char *
+load_endpoint_path(enum load_endpoint ep)
+{
+	return (size_t)ep < LOAD_NENDPOINTS ? load_endpoint_paths[ep] :
+	    "/stream";
+}
 
 /* True when s is UTF-8 (it goes into the JSON body). */
 static int
@@ -270,17 +310,33 @@ load_opts_one(int c, char **argv, struct load_opts *o, const char **url,
 	case LOAD_OPT_QUIET:
 		o->quiet = 1;
 		return -1;
-	case LOAD_OPT_ENDPOINT:
-		if (strcmp(optarg, "/stream") == 0)
-			o->endpoint = LOAD_EP_STREAM;
-		else if (strcmp(optarg, "/v1/completions") == 0)
-			o->endpoint = LOAD_EP_COMPLETIONS;
-		else if (strcmp(optarg, "/v1/chat/completions") == 0)
-			o->endpoint = LOAD_EP_CHAT;
-		else
-			return msg_usage("load", "bad --endpoint '%s': want "
-			    "/stream, /v1/completions or /v1/chat/completions",
-			    optarg);
+	case LOAD_OPT_ENDPOINT: {
+		size_t i;
+
+		for (i = 0; i < LOAD_NENDPOINTS; i++)
+			if (strcmp(optarg, load_endpoint_paths[i]) == 0) {
+				o->endpoint = (enum load_endpoint)i;
+				return -1;
+			}
+		return msg_usage("load", "bad --endpoint '%s': want /stream, "
+		    "/v1/completions, /v1/chat/completions, /v1/messages, "
+		    "/api/chat or /api/generate", optarg);
+	}
+	case LOAD_OPT_THINKING_BUDGET:
+		return load_opts_long("--thinking-budget", "tokens", 1,
+		    LOAD_OUTPUT_TOKENS_MAX - 1, &o->thinking_budget);
+	case LOAD_OPT_REASONING_EFFORT:
+		if (strcmp(optarg, "none") != 0 &&
+		    strcmp(optarg, "minimal") != 0 &&
+		    strcmp(optarg, "low") != 0 &&
+		    strcmp(optarg, "medium") != 0 &&
+		    strcmp(optarg, "high") != 0)
+			return msg_usage("load", "bad --reasoning-effort '%s': "
+			    "want none, minimal, low, medium or high", optarg);
+		o->reasoning_effort = optarg;
+		return -1;
+	case LOAD_OPT_THINK:
+		o->think = 1;
 		return -1;
 	case LOAD_OPT_MODEL:
 		if (optarg[0] == '\0' || strlen(optarg) > 256 ||
@@ -352,6 +408,26 @@ load_opts_parse(int argc, char **argv, struct load_opts *o)
 	    o->ignore_eos))
 		return msg_usage("load", "--model and --ignore-eos are for the "
 		    "/v1 endpoints (--endpoint)");
+	if (o->ignore_eos && o->endpoint != LOAD_EP_CHAT &&
+	    o->endpoint != LOAD_EP_COMPLETIONS)
+		return msg_usage("load", "--ignore-eos is vLLM's field of the "
+		    "OpenAI endpoints; %s has none",
+		    load_endpoint_path(o->endpoint));
+	if (o->thinking_budget > 0 && o->endpoint != LOAD_EP_MESSAGES)
+		return msg_usage("load", "--thinking-budget is for "
+		    "--endpoint /v1/messages");
+	if (o->thinking_budget >= t->output.min && o->thinking_budget > 0)
+		return msg_usage("load", "--thinking-budget %ld must be below "
+		    "the smallest --output-tokens %ld (Anthropic's "
+		    "budget_tokens < max_tokens)", o->thinking_budget,
+		    t->output.min);
+	if (o->reasoning_effort != NULL && o->endpoint != LOAD_EP_CHAT)
+		return msg_usage("load", "--reasoning-effort is for "
+		    "--endpoint /v1/chat/completions");
+	if (o->think && o->endpoint != LOAD_EP_OLLAMA_CHAT &&
+	    o->endpoint != LOAD_EP_OLLAMA_GENERATE)
+		return msg_usage("load", "--think is for --endpoint /api/chat "
+		    "or /api/generate");
 	o->url = opts_base_url(url);
 	return -1;
 }

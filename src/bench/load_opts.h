@@ -13,8 +13,14 @@
 enum load_endpoint {
 	LOAD_EP_STREAM,         /* GET /stream (tokstream's lab endpoint) */
 	LOAD_EP_COMPLETIONS,    /* POST /v1/completions, streamed */
-	LOAD_EP_CHAT            /* POST /v1/chat/completions, streamed */
+	LOAD_EP_CHAT,           /* POST /v1/chat/completions, streamed */
+	LOAD_EP_MESSAGES,       /* POST /v1/messages (Anthropic), streamed */
+	LOAD_EP_OLLAMA_CHAT,    /* POST /api/chat (Ollama), NDJSON */
+	LOAD_EP_OLLAMA_GENERATE /* POST /api/generate (Ollama), NDJSON */
 };
+
+/* The path of an endpoint ("/stream", "/v1/messages", ...). */
+const char *load_endpoint_path(enum load_endpoint ep);
 
 /* Settings from the command line. */
 struct load_opts {
@@ -23,6 +29,9 @@ struct load_opts {
 	const char *model;      /* --model; NULL: GET /v1/models' first */
 	const char *api_key;    /* --api-key (Authorization: Bearer); NULL */
 	int ignore_eos;         /* --ignore-eos: "ignore_eos":true (vLLM) */
+	long thinking_budget;   /* --thinking-budget N (/v1/messages); 0 */
+	const char *reasoning_effort;   /* --reasoning-effort E (chat) */
+	int think;              /* --think (/api/...): "think":true */
 	struct load_traffic traffic;
 	struct load_slo slo;
 	int abandon_rst;        /* abandon with a TCP reset, not a FIN */

@@ -93,6 +93,15 @@ load_output_metric(FILE *f, const char *title, const char *abbr,
 	}
 }
 
+/* True when the run asked for reasoning or saw some: then the text
+ * report has its lines. */
+static int
+load_output_reasoning(const struct load_opts *o, const struct load_report *r)
+{
+	return o->thinking_budget > 0 || o->reasoning_effort != NULL ||
+	    o->think || r->ttfr.n > 0;
+}
+
 void
 load_output_text(FILE *f, const struct load_run *run,
     const struct load_report *r)
@@ -143,7 +152,14 @@ load_output_text(FILE *f, const struct load_run *run,
 	load_output_f(f, "Total Token throughput (tok/s):",
 	    r->total_token_throughput);
 	load_output_u(f, "Peak concurrent requests:", run->max_in_flight);
+	if (load_output_reasoning(o, r))
+		load_output_u(f, "Total reasoning deltas:", r->reasoning_events);
 	load_output_metric(f, "Time to First Token", "TTFT", &r->ttft);
+	if (load_output_reasoning(o, r))
+		/* only when there is reasoning: the other reports stay as
+		 * vllm bench serve prints them */
+		load_output_metric(f, "Time to First Reasoning Token", "TTFR",
+		    &r->ttfr);
 	load_output_metric(f, "Time per Output Token (excl. 1st token)",
 	    "TPOT", &r->tpot);
 	load_output_metric(f, "Inter-token Latency", "ITL", &r->itl);
@@ -225,7 +241,14 @@ load_output_settings(const struct load_opts *o)
 	    "prefill_ms", o->prefill_ms >= 0 ? json_integer(o->prefill_ms) :
 	    json_null(),
 	    "goodput_slo_ms", slo);
-	return set != NULL ? set : json_null();
+	if (set == NULL)
+		return json_null();
+	json_object_set_new(set, "thinking_budget", o->thinking_budget > 0 ?
+	    json_integer(o->thinking_budget) : json_null());
+	json_object_set_new(set, "reasoning_effort", o->reasoning_effort ?
+	    json_string(o->reasoning_effort) : json_null());
+	json_object_set_new(set, "think", json_boolean(o->think));
+	return set;
 }
 
 /* Adds an integer count to j. */
@@ -274,10 +297,9 @@ load_output_json(const struct load_run *run, const struct load_report *r)
 	load_output_count(j, "total_input_tokens", r->prompt_tokens);
 	load_output_count(j, "total_output_tokens", r->output_tokens);
 	load_output_count(j, "total_token_events", run->acc.deltas);
-	json_object_set_new(j, "endpoint", json_string(
-	    o->endpoint == LOAD_EP_CHAT ? "/v1/chat/completions" :
-	    o->endpoint == LOAD_EP_COMPLETIONS ? "/v1/completions" :
-	    "/stream"));
+	load_output_count(j, "total_reasoning_events", r->reasoning_events);
+	json_object_set_new(j, "endpoint",
+	    json_string(load_endpoint_path(o->endpoint)));
 	load_output_count(j, "good_requests", r->good);
 	json_object_set_new(j, "request_throughput",
 	    json_real(r->request_throughput));
@@ -293,6 +315,7 @@ load_output_json(const struct load_run *run, const struct load_report *r)
 	load_output_json_metric(j, "itl", &r->itl);
 	load_output_json_metric(j, "e2el", &r->e2el);
 	load_output_json_metric(j, "itl1", &r->itl1);
+	load_output_json_metric(j, "ttfr", &r->ttfr);
 	json_object_set_new(j, "settings", load_output_settings(o));
 	return j;
 }

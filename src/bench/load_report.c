@@ -482,6 +482,7 @@ load_acc_free(struct load_acc *a)
 	load_samples_free(&a->itl);
 	load_samples_free(&a->e2el);
 	load_samples_free(&a->itl1);
+	load_samples_free(&a->ttfr);
 }
 
 void
@@ -489,7 +490,16 @@ load_acc_completed(struct load_acc *a, long prompt_tokens,
     const double *arrival_ms, size_t ntokens, size_t output_tokens,
     double e2e_ms)
 {
-	double ttft = 0.0, tpot = 0.0;
+	load_acc_completed_reasoning(a, prompt_tokens, arrival_ms, ntokens,
+	    output_tokens, e2e_ms, -1.0, 0);
+}
+
+void
+load_acc_completed_reasoning(struct load_acc *a, long prompt_tokens,
+    const double *arrival_ms, size_t ntokens, size_t output_tokens,
+    double e2e_ms, double ttfr_ms, size_t events)
+{
+	double ttft = 0.0, tpot = 0.0, first = -1.0;
 	size_t i;
 
 	a->completed++;
@@ -499,9 +509,16 @@ load_acc_completed(struct load_acc *a, long prompt_tokens,
 	if (ntokens > 0) {
 		ttft = arrival_ms[0];
 		load_samples_add(&a->ttft, ttft);
+		first = ttft;
 	}
-	if (ntokens > 0 &&
-	    load_tpot_ms(e2e_ms, ttft, output_tokens, &tpot) == TS_OK)
+	if (events > 0) {
+		a->reasoning_events += events;
+		load_samples_add(&a->ttfr, ttfr_ms);
+		if (first < 0 || ttfr_ms < first)
+			first = ttfr_ms;
+	}
+	if (first >= 0 &&
+	    load_tpot_ms(e2e_ms, first, output_tokens, &tpot) == TS_OK)
 		load_samples_add(&a->tpot, tpot);
 	for (i = 1; i < ntokens; i++)
 		load_samples_add(&a->itl, arrival_ms[i] - arrival_ms[i - 1]);
@@ -541,6 +558,7 @@ load_report_compute(const struct load_acc *a, double duration_s,
 	r.good = a->good;
 	r.prompt_tokens = a->prompt_tokens;
 	r.output_tokens = a->output_tokens;
+	r.reasoning_events = a->reasoning_events;
 	if (duration_s > 0.0) {
 		r.request_throughput = (double)a->completed / duration_s;
 		r.request_goodput = (double)a->good / duration_s;
@@ -552,7 +570,8 @@ load_report_compute(const struct load_acc *a, double duration_s,
 	    load_metric_compute(a->tpot.v, a->tpot.n, &r.tpot) != TS_OK ||
 	    load_metric_compute(a->itl.v, a->itl.n, &r.itl) != TS_OK ||
 	    load_metric_compute(a->e2el.v, a->e2el.n, &r.e2el) != TS_OK ||
-	    load_metric_compute(a->itl1.v, a->itl1.n, &r.itl1) != TS_OK)
+	    load_metric_compute(a->itl1.v, a->itl1.n, &r.itl1) != TS_OK ||
+	    load_metric_compute(a->ttfr.v, a->ttfr.n, &r.ttfr) != TS_OK)
 		return TS_EINVAL;
 	*out = r;
 	return TS_OK;

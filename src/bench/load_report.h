@@ -14,7 +14,10 @@
  *   ITL    every gap between consecutive token events, pooled over the
  *          requests (n tokens give n - 1 samples);
  *   E2E    request start to the end of the response (tokbench load: the
- *          arrival of data: [DONE], the end of the stream).
+ *          arrival of data: [DONE], the end of the stream);
+ *   TTFR   request start to the first reasoning token (a thinking or
+ *          reasoning delta), per completed request that had one: TTFT
+ *          stays the first content token, as vllm bench serve has it.
  * Only completed requests (ended with [DONE], no error event) feed them;
  * abandoned and failed requests are counted apart. Percentiles are
  * nearest-rank (stats.h), not numpy's linear interpolation: every reported
@@ -244,6 +247,8 @@ struct load_acc {
 	uint64_t abandoned_tokens;      /* token events read by abandoned */
 	struct load_samples ttft, tpot, itl, e2el;
 	struct load_samples itl1;       /* token 1 -> token 2, a request */
+	struct load_samples ttfr;       /* first reasoning token, a request */
+	uint64_t reasoning_events;      /* reasoning deltas, completed ones */
 };
 
 void load_acc_init(struct load_acc *a, const struct load_slo *slo);
@@ -265,6 +270,21 @@ void load_acc_completed(struct load_acc *a, long prompt_tokens,
     const double *arrival_ms, size_t ntokens, size_t output_tokens,
     double e2e_ms);
 
+/*
+ * load_acc_completed() for a request that reasoned: ttfr_ms is its first
+ * reasoning token's arrival (ms since its start) and `events` its
+ * reasoning deltas (0: none, and ttfr_ms is ignored). It adds a TTFR
+ * sample, counts the deltas, and its TPOT runs from its first output
+ * token of either kind (the reasoning's, when that came first), since
+ * output_tokens counts the reasoning tokens too (Anthropic's
+ * output_tokens, OpenAI's completion_tokens): (E2E - first) /
+ * (output_tokens - 1) stays the decode's pace. TTFT, ITL and ITL1 stay
+ * those of the content tokens.
+ */
+void load_acc_completed_reasoning(struct load_acc *a, long prompt_tokens,
+    const double *arrival_ms, size_t ntokens, size_t output_tokens,
+    double e2e_ms, double ttfr_ms, size_t events);
+
 /* Counts an abandoned request that had read `ntokens` token events. */
 void load_acc_abandoned(struct load_acc *a, size_t ntokens);
 
@@ -282,6 +302,8 @@ struct load_report {
 	double total_token_throughput;  /* (prompt + output) / duration */
 	struct load_metric ttft, tpot, itl, e2el;
 	struct load_metric itl1;        /* the first gap of each request */
+	struct load_metric ttfr;        /* time to first reasoning token */
+	uint64_t reasoning_events;
 };
 
 /*

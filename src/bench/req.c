@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -72,10 +73,28 @@ req_token(struct req *q, const struct sse_event *ev)
 	return TS_OK;
 }
 
+/* True when j is a non-empty JSON string. */
+static int
+req_nonempty(const json_t *j)
+{
+	return json_is_string(j) && json_string_length(j) > 0;
+}
+
+/* A reasoning delta: counted, the first one's arrival kept (TTFR). */
+static void
+req_reasoning(struct req *q, const struct sse_event *ev)
+{
+	req_log(q, REQ_OTHER, ev->data, ev->data_len);
+	if (q->nreason++ == 0)
+		q->reason_ms = q->chunk_ms;
+}
+
 /*
  * A /v1 stream's chunk (OpenAI API reference, the chunk objects): a
  * non-empty choices[0].delta.content (chat) or choices[0].text
- * (completions) is a token arrival; a "usage" object is kept (the usage
+ * (completions) is a token arrival; a non-empty delta.reasoning (vLLM's
+ * and OpenRouter's name) or delta.reasoning_content (DeepSeek's, vLLM's
+ * older one) is a reasoning arrival; a "usage" object is kept (the usage
  * chunk's choices are empty). A chunk without a "choices" array is a
  * protocol violation (TS_EINVAL). The first stop_after-th token hangs
  * up (TS_EHUP).
@@ -101,6 +120,16 @@ req_v1_chunk(struct req *q, json_t *root, const struct sse_event *ev)
 			q->usage_prompt = (long)json_integer_value(t);
 	}
 	c = json_array_get(choices, 0);
+	if (q->api == REQ_API_CHAT) {
+		json_t *d = json_object_get(c, "delta");
+
+		if (req_nonempty(json_object_get(d, "reasoning")) ||
+		    req_nonempty(json_object_get(d, "reasoning_content"))) {
+			req_reasoning(q, ev);
+			if (!req_nonempty(json_object_get(d, "content")))
+				return TS_OK;
+		}
+	}
 	t = q->api == REQ_API_CHAT ? json_object_get(json_object_get(c,
 	    "delta"), "content") : json_object_get(c, "text");
 	if (!json_is_string(t) || json_string_length(t) == 0) {
@@ -108,6 +137,130 @@ req_v1_chunk(struct req *q, json_t *root, const struct sse_event *ev)
 		return TS_OK;
 	}
 	return req_token(q, ev);
+}
+
+/* Keeps an error object's text as the request's first error. */
+static void
+req_error(struct req *q, char *txt)
+{
+	if (q->error_text == NULL) {
+		q->error_text = txt;
+		q->error_after = q->ntokens;
+	} else {
+		free(txt);
+	}
+}
+
+/* The sum of the integer members `keys` (NULL-ended) of object o; -1
+ * when the first is missing. */
+static long
+req_sum(const json_t *o, const char *const *keys)
+{
+	json_t *t = json_object_get(o, keys[0]);
+	long n;
+
+	if (!json_is_integer(t))
+		return -1;
+	n = (long)json_integer_value(t);
+	for (keys++; *keys != NULL; keys++)
+		if (json_is_integer(t = json_object_get(o, *keys)))
+			n += (long)json_integer_value(t);
+	return n;
+}
+
+/* True when the SSE event's name (its "event:" field) is `name`. */
+static int
+req_event_is(const struct sse_event *ev, const char *name)
+{
+	size_t n = strlen(name);
+
+	return ev->type_len == n && memcmp(ev->type, name, n) == 0;
+}
+
+/*
+ * One of Anthropic's named events (RawMessageStreamEvent, @anthropic-ai/
+ * sdk resources/messages/messages.d.ts; the SDK's Stream dispatches on
+ * the SSE event name, and so does this): content_block_delta with a
+ * non-empty text_delta is a token, with a thinking_delta a reasoning
+ * token (other deltas, signature and input_json, are neither);
+ * message_start gives the prompt (input_tokens + the cache's reads and
+ * creations, which Anthropic counts apart), message_delta the
+ * output_tokens, message_stop the end; "error" is an error event; ping,
+ * the block starts and stops and unknown events are skipped (the SDK's
+ * rule). A known event whose data is not a JSON object, or any event
+ * after message_stop, is a protocol violation.
+ */
+static enum ts_err
+req_messages_event(struct req *q, const struct sse_event *ev)
+{
+	static const char *const in_keys[] = {"input_tokens",
+	    "cache_creation_input_tokens", "cache_read_input_tokens", NULL};
+	static const char *const out_keys[] = {"output_tokens", NULL};
+	json_error_t jerr;
+	json_t *root, *d, *t;
+	const char *dtype;
+	enum ts_err rc = TS_OK;
+	char *txt, *name;
+	long n;
+
+	if (q->done) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		req_violation(q, "an event after message_stop");
+		return TS_EINVAL;
+	}
+	if (!req_event_is(ev, "message_start") &&
+	    !req_event_is(ev, "content_block_delta") &&
+	    !req_event_is(ev, "message_delta") &&
+	    !req_event_is(ev, "message_stop") &&
+	    !req_event_is(ev, "error")) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		return TS_OK;
+	}
+	root = json_loadb(ev->data, ev->data_len, JSON_ALLOW_NUL, &jerr);
+	if (!json_is_object(root)) {
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+		txt = text_sanitize(ev->data, ev->data_len);
+		name = text_sanitize(ev->type, ev->type_len);
+		req_violation(q, "event %s is not a JSON object: %s", name,
+		    txt);
+		free(name);
+		free(txt);
+		json_decref(root);
+		return TS_EINVAL;
+	}
+	if (req_event_is(ev, "error")) {
+		req_log(q, REQ_ERROR, ev->data, ev->data_len);
+		txt = text_error(root);
+		req_error(q, txt != NULL ? txt : text_sanitize(ev->data,
+		    ev->data_len));
+	} else if (req_event_is(ev, "content_block_delta")) {
+		d = json_object_get(root, "delta");
+		dtype = json_string_value(json_object_get(d, "type"));
+		if (dtype != NULL && strcmp(dtype, "text_delta") == 0 &&
+		    req_nonempty(json_object_get(d, "text")))
+			rc = req_token(q, ev);
+		else if (dtype != NULL && strcmp(dtype, "thinking_delta") == 0 &&
+		    req_nonempty(json_object_get(d, "thinking")))
+			req_reasoning(q, ev);
+		else
+			req_log(q, REQ_OTHER, ev->data, ev->data_len);
+	} else if (req_event_is(ev, "message_start")) {
+		t = json_object_get(json_object_get(root, "message"), "usage");
+		if ((n = req_sum(t, in_keys)) >= 0)
+			q->usage_prompt = n;
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+	} else if (req_event_is(ev, "message_delta")) {
+		if ((n = req_sum(json_object_get(root, "usage"),
+		    out_keys)) >= 0)
+			q->usage_completion = n;
+		req_log(q, REQ_OTHER, ev->data, ev->data_len);
+	} else {        /* message_stop */
+		req_log(q, REQ_DONE, ev->data, ev->data_len);
+		q->done = 1;
+		q->done_ms = q->chunk_ms;
+	}
+	json_decref(root);
+	return rc;
 }
 
 /*
@@ -127,6 +280,8 @@ req_on_event(void *ud, const struct sse_event *ev)
 	json_t *root;
 	char *txt;
 
+	if (q->api == REQ_API_MESSAGES)
+		return req_messages_event(q, ev);
 	if (ev->type_len != 7 || memcmp(ev->type, "message", 7) != 0) {
 		req_log(q, REQ_OTHER, ev->data, ev->data_len);
 		return TS_OK;
@@ -164,12 +319,7 @@ req_on_event(void *ud, const struct sse_event *ev)
 	}
 	if ((txt = text_error(root)) != NULL) {
 		req_log(q, REQ_ERROR, ev->data, ev->data_len);
-		if (q->error_text == NULL) {
-			q->error_text = txt;
-			q->error_after = q->ntokens;
-		} else {
-			free(txt);
-		}
+		req_error(q, txt);
 		json_decref(root);
 		return TS_OK;
 	}
@@ -182,6 +332,108 @@ req_on_event(void *ud, const struct sse_event *ev)
 	}
 	json_decref(root);
 	return req_token(q, ev);
+}
+
+/*
+ * One line of an Ollama NDJSON stream (docs/api.md; api/types.go,
+ * ChatResponse / GenerateResponse): {"error":...} is an error (Ollama's
+ * last line); a non-empty message.content (chat) or response (generate)
+ * is a token, a non-empty message.thinking (thinking) a reasoning token;
+ * "done":true is the end, with prompt_eval_count and eval_count. A blank
+ * line is skipped; a line that is not a JSON object, or one after the
+ * end, is a protocol violation.
+ */
+static enum ts_err
+req_ollama_line(struct req *q, const char *s, size_t n)
+{
+	struct sse_event ev;
+	json_error_t jerr;
+	json_t *root, *m, *t;
+	enum ts_err rc = TS_OK;
+	int chat = q->api == REQ_API_OLLAMA_CHAT;
+	char *txt;
+	size_t i;
+
+	for (i = 0; i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r');
+	    i++)
+		;
+	if (i == n)
+		return TS_OK;
+	memset(&ev, 0, sizeof(ev));
+	ev.data = s;
+	ev.data_len = n;
+	if (q->done) {
+		req_log(q, REQ_OTHER, s, n);
+		req_violation(q, "a line after \"done\":true");
+		return TS_EINVAL;
+	}
+	root = json_loadb(s, n, JSON_ALLOW_NUL, &jerr);
+	if (!json_is_object(root)) {
+		req_log(q, REQ_OTHER, s, n);
+		txt = text_sanitize(s, n);
+		req_violation(q, "line %zu is not a JSON object: %s",
+		    q->ntokens + q->nreason + 1, txt);
+		free(txt);
+		json_decref(root);
+		return TS_EINVAL;
+	}
+	if ((txt = text_error(root)) != NULL) {
+		req_log(q, REQ_ERROR, s, n);
+		req_error(q, txt);
+		json_decref(root);
+		return TS_OK;
+	}
+	m = chat ? json_object_get(root, "message") : root;
+	if (req_nonempty(json_object_get(m, "thinking")))
+		req_reasoning(q, &ev);
+	if (req_nonempty(json_object_get(m, chat ? "content" : "response")))
+		rc = req_token(q, &ev);
+	else
+		req_log(q, REQ_OTHER, s, n);
+	if (rc == TS_OK && json_is_true(json_object_get(root, "done"))) {
+		if (json_is_integer(t = json_object_get(root, "eval_count")))
+			q->usage_completion = (long)json_integer_value(t);
+		if (json_is_integer(t = json_object_get(root,
+		    "prompt_eval_count")))
+			q->usage_prompt = (long)json_integer_value(t);
+		q->done = 1;
+		q->done_ms = q->chunk_ms;
+	}
+	json_decref(root);
+	return rc;
+}
+
+/*
+ * Feeds (p, n) of an NDJSON body: each '\n'-ended line goes to
+ * req_ollama_line(); a partial line waits in q->line. Returns TS_OK,
+ * TS_ELIMIT for a line over SSE_PARSE_DEFAULT_MAX bytes, or what a line
+ * returned.
+ */
+static enum ts_err
+req_ndjson_feed(struct req *q, const char *p, size_t n)
+{
+	const char *nl;
+	enum ts_err rc;
+	size_t k;
+
+	while (n > 0) {
+		if ((nl = memchr(p, '\n', n)) == NULL)
+			return ts_buf_append(&q->line, p, n);
+		k = (size_t)(nl - p);
+		if (q->line.len > 0) {
+			if (ts_buf_append(&q->line, p, k) != TS_OK)
+				return TS_ELIMIT;
+			rc = req_ollama_line(q, q->line.p, q->line.len);
+			ts_buf_reset(&q->line);
+		} else {
+			rc = req_ollama_line(q, p, k);
+		}
+		if (rc != TS_OK)
+			return rc;
+		p = nl + 1;
+		n -= k + 1;
+	}
+	return TS_OK;
 }
 
 /* SSE comment callback: counted, and logged. */
@@ -229,6 +481,42 @@ req_on_header(char *ptr, size_t size, size_t nitems, void *ud)
 	return n;
 }
 
+/* True when q reads Ollama's NDJSON. */
+static int
+req_ollama(const struct req *q)
+{
+	return q->api == REQ_API_OLLAMA_CHAT ||
+	    q->api == REQ_API_OLLAMA_GENERATE;
+}
+
+/*
+ * client_check_start() for an NDJSON answer: on the first chunk, the
+ * status, and for a 200 a Content-Type of application/x-ndjson (Ollama's;
+ * parameters allowed). Returns TS_OK, or TS_EFORMAT with the reason in
+ * why.
+ */
+static enum ts_err
+req_check_ndjson(struct req *q, char *why, size_t whysz)
+{
+	static const char nd[] = "application/x-ndjson";
+	char *ct = NULL;
+
+	if (q->status_known)
+		return TS_OK;
+	q->status_known = 1;
+	curl_easy_getinfo(q->curl, CURLINFO_RESPONSE_CODE, &q->status);
+	if (q->status != 200)
+		return TS_OK;
+	curl_easy_getinfo(q->curl, CURLINFO_CONTENT_TYPE, &ct);
+	if (ct != NULL && strncasecmp(ct, nd, sizeof(nd) - 1) == 0 &&
+	    (ct[sizeof(nd) - 1] == '\0' || ct[sizeof(nd) - 1] == ';' ||
+	    ct[sizeof(nd) - 1] == ' '))
+		return TS_OK;
+	snprintf(why, whysz, "HTTP 200 with Content-Type %.60s, not "
+	    "application/x-ndjson", ct ? ct : "(none)");
+	return TS_EFORMAT;
+}
+
 /*
  * libcurl write callback: time-stamps the chunk, then feeds a 200 answer
  * to the SSE parser, or keeps a capped copy of any other answer's body
@@ -244,7 +532,8 @@ req_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 	enum ts_err rc;
 
 	q->chunk_ms = client_ms_since(&q->t0);
-	if (client_check_start(q->curl, &q->status_known, &q->status, why,
+	if (req_ollama(q) ? req_check_ndjson(q, why, sizeof(why)) != TS_OK :
+	    client_check_start(q->curl, &q->status_known, &q->status, why,
 	    sizeof(why)) != TS_OK) {
 		req_violation(q, "%s", why);
 		return 0;
@@ -253,11 +542,14 @@ req_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 		client_body_put(&q->body, ptr, n);
 		return n;
 	}
-	rc = sse_parser_feed(&q->parser, ptr, n);
+	if (req_ollama(q))
+		rc = req_ndjson_feed(q, ptr, n);
+	else
+		rc = sse_parser_feed(&q->parser, ptr, n);
 	if (rc == TS_OK)
 		return n;
 	if (rc == TS_ELIMIT)
-		req_violation(q, "an SSE line or event is over %zu bytes",
+		req_violation(q, "a line or event is over %zu bytes",
 		    q->parser.max_bytes);
 	return 0;
 }
@@ -270,8 +562,10 @@ req_new(long timeout_ms, size_t stop_after, int rst, int keep_log)
 	q->stop_after = stop_after;
 	q->keep_log = keep_log;
 	q->done_ms = -1.0;
+	q->reason_ms = -1.0;
 	q->usage_prompt = q->usage_completion = -1;
 	ts_buf_init(&q->body.buf, REQ_BODY_MAX);
+	ts_buf_init(&q->line, SSE_PARSE_DEFAULT_MAX);
 	sse_parser_init(&q->parser, req_on_event, req_on_comment, q);
 	if ((q->curl = curl_easy_init()) == NULL) {
 		msg_err("curl_easy_init failed");
@@ -315,6 +609,50 @@ req_set_url(struct req *q, char *url)
 	curl_easy_setopt(q->curl, CURLOPT_URL, url);
 }
 
+/* Adds q->reasoning's field for API api to the body o. */
+static void
+req_add_reasoning(const struct req *q, enum req_api api, json_t *o)
+{
+	const struct req_reasoning *r = q->reasoning;
+
+	if (r == NULL)
+		return;
+	if (api == REQ_API_MESSAGES && r->thinking_budget > 0)
+		json_object_set_new(o, "thinking", json_pack("{s:s,s:I}",
+		    "type", "enabled", "budget_tokens",
+		    (json_int_t)r->thinking_budget));
+	else if (api == REQ_API_CHAT && r->effort != NULL)
+		json_object_set_new(o, "reasoning_effort",
+		    json_string(r->effort));
+	else if ((api == REQ_API_OLLAMA_CHAT ||
+	    api == REQ_API_OLLAMA_GENERATE) && r->think)
+		json_object_set_new(o, "think", json_true());
+}
+
+/* Makes the body o (owned, freed here) q's POST body, of API api, with
+ * the reasoning asked for and the lab knobs tpot_ms and prefill_ms when
+ * they are >= 0. */
+static void
+req_set_body(struct req *q, enum req_api api, json_t *o, long tpot_ms,
+    long prefill_ms)
+{
+	if (o == NULL)
+		abort();        /* json_pack of valid args: allocation only */
+	req_add_reasoning(q, api, o);
+	if (tpot_ms >= 0)
+		json_object_set_new(o, "tpot_ms", json_integer(tpot_ms));
+	if (prefill_ms >= 0)
+		json_object_set_new(o, "prefill_ms", json_integer(prefill_ms));
+	free(q->post);
+	q->post = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (q->post == NULL)
+		abort();        /* only allocation fails here: UTF-8 args */
+	q->api = api;
+	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDS, q->post);
+	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(q->post));
+}
+
 void
 req_set_v1(struct req *q, enum req_api api, const char *model,
     const char *prompt, long max_tokens, int ignore_eos, long tpot_ms,
@@ -331,18 +669,39 @@ req_set_v1(struct req *q, enum req_api api, const char *model,
 		json_object_set_new(o, "prompt", json_string(prompt));
 	if (ignore_eos)
 		json_object_set_new(o, "ignore_eos", json_true());
-	if (tpot_ms >= 0)
-		json_object_set_new(o, "tpot_ms", json_integer(tpot_ms));
-	if (prefill_ms >= 0)
-		json_object_set_new(o, "prefill_ms", json_integer(prefill_ms));
-	free(q->post);
-	q->post = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (q->post == NULL)
-		abort();        /* only allocation fails here: ASCII args */
-	q->api = api;
-	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDS, q->post);
-	curl_easy_setopt(q->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(q->post));
+	req_set_body(q, api, o, tpot_ms, prefill_ms);
+}
+
+void
+req_set_messages(struct req *q, const char *model, const char *prompt,
+    long max_tokens, long tpot_ms, long prefill_ms)
+{
+	json_t *o = json_pack("{s:s,s:I,s:[{s:s,s:s}],s:b}", "model", model,
+	    "max_tokens", (json_int_t)max_tokens, "messages", "role", "user",
+	    "content", prompt, "stream", 1);
+
+	req_set_body(q, REQ_API_MESSAGES, o, tpot_ms, prefill_ms);
+}
+
+void
+req_set_ollama(struct req *q, enum req_api api, const char *model,
+    const char *prompt, long max_tokens, long tpot_ms, long prefill_ms)
+{
+	json_t *o = json_pack("{s:s,s:b,s:{s:I}}", "model", model, "stream",
+	    1, "options", "num_predict", (json_int_t)max_tokens);
+
+	if (api == REQ_API_OLLAMA_CHAT)
+		json_object_set_new(o, "messages", json_pack("[{s:s,s:s}]",
+		    "role", "user", "content", prompt));
+	else
+		json_object_set_new(o, "prompt", json_string(prompt));
+	req_set_body(q, api, o, tpot_ms, prefill_ms);
+}
+
+void
+req_set_reasoning(struct req *q, const struct req_reasoning *r)
+{
+	q->reasoning = r;
 }
 
 void
@@ -405,6 +764,7 @@ req_free(struct req *q)
 		curl_easy_cleanup(q->curl);
 	sse_parser_free(&q->parser);
 	ts_buf_free(&q->body.buf);
+	ts_buf_free(&q->line);
 	free(q->arrival_ms);
 	free(q->error_text);
 	for (i = 0; i < q->nlog; i++)

@@ -49,12 +49,24 @@ struct req_logent {
 	size_t len;
 };
 
-/* What a request's events are: tokstream's lab stream, or an OpenAI
- * API stream (req_set_v1()). */
+/* What a request's events are: tokstream's lab stream, an OpenAI API
+ * stream (req_set_v1()), Anthropic's named events (req_set_messages())
+ * or Ollama's NDJSON lines (req_set_ollama()). */
 enum req_api {
 	REQ_API_LAB,            /* data: {"token":...} ... data: [DONE] */
 	REQ_API_COMPLETIONS,    /* text_completion chunks, choices[0].text */
-	REQ_API_CHAT            /* chat.completion.chunk, delta.content */
+	REQ_API_CHAT,           /* chat.completion.chunk, delta.content */
+	REQ_API_MESSAGES,       /* Anthropic: content_block_delta ...
+				 * message_stop */
+	REQ_API_OLLAMA_CHAT,    /* NDJSON, message.content ... done:true */
+	REQ_API_OLLAMA_GENERATE /* NDJSON, response ... done:true */
+};
+
+/* What a request asks of a model that reasons (0 / NULL: nothing). */
+struct req_reasoning {
+	long thinking_budget;   /* Anthropic: thinking.budget_tokens */
+	const char *effort;     /* OpenAI chat: reasoning_effort */
+	int think;              /* Ollama: "think": true */
 };
 
 /* One /stream (or /v1) request; create it with req_new(). */
@@ -63,7 +75,8 @@ struct req {
 	CURL *curl;             /* NULL once the request has ended */
 	char *url;              /* owned; see req_set_url() */
 	enum req_api api;
-	char *post;             /* a /v1 request's JSON body; owned */
+	char *post;             /* a POST request's JSON body; owned */
+	const struct req_reasoning *reasoning;  /* borrowed; NULL none */
 	size_t stop_after;      /* hang up after this many tokens; 0 never */
 	int keep_log;           /* fill log[] */
 	long prompt_tokens;     /* the owner's plan, for its report */
@@ -85,9 +98,20 @@ struct req {
 				 * not tokens) */
 	size_t ntokens, arrival_cap;
 	long usage_prompt;      /* /v1: the usage chunk's prompt_tokens and */
-	long usage_completion;  /* completion_tokens; -1 without one */
+	long usage_completion;  /* completion_tokens (Anthropic: the prompt
+				 * of message_start, message_delta's
+				 * output_tokens; Ollama: the final line's
+				 * prompt_eval_count, eval_count); -1
+				 * without one */
+	double reason_ms;       /* the first reasoning token's arrival (a
+				 * non-empty thinking_delta, delta.reasoning
+				 * or reasoning_content, message.thinking);
+				 * -1 if none */
+	size_t nreason;         /* reasoning deltas seen */
+	struct ts_buf line;     /* Ollama: the NDJSON line being read */
 	size_t ncomments;
-	int done;               /* saw data: [DONE] */
+	int done;               /* saw the end: data: [DONE], Anthropic's
+				 * message_stop, Ollama's "done":true */
 	double done_ms;         /* its arrival; -1 if none */
 	int stopped;            /* we hung up after stop_after tokens */
 	char *error_text;       /* first error event, sanitised; owned */
@@ -140,6 +164,42 @@ void req_set_v1(struct req *q, enum req_api api, const char *model,
     long prefill_ms);
 
 /*
+ * Makes the body that req_set_v1(), req_set_messages() or
+ * req_set_ollama() builds next carry the reasoning request r (borrowed:
+ * it must outlive q's body setting; NULL for none): "reasoning_effort"
+ * (OpenAI chat, CreateChatCompletionRequest), "thinking":{"type":
+ * "enabled","budget_tokens":N} (Anthropic, ThinkingConfigEnabled) or
+ * "think":true (Ollama's ChatRequest / GenerateRequest), each only for
+ * its API and only when set. Call it before the body setter.
+ */
+void req_set_reasoning(struct req *q, const struct req_reasoning *r);
+
+/*
+ * Makes q a streamed POST to Anthropic's Messages API (API reference,
+ * "Create a Message"; @anthropic-ai/sdk resources/messages/messages.d.ts,
+ * MessageCreateParamsStreaming): {"model","max_tokens","messages":
+ * [{"role":"user","content"}],"stream":true} plus tpot_ms / prefill_ms
+ * (tokstream's extensions) when >= 0. Its named events are read as
+ * RawMessageStreamEvent: TTFT at the first non-empty text_delta, TTFR at
+ * the first thinking_delta, the end at message_stop. The caller sets the
+ * URL and the headers (x-api-key, anthropic-version).
+ */
+void req_set_messages(struct req *q, const char *model, const char *prompt,
+    long max_tokens, long tpot_ms, long prefill_ms);
+
+/*
+ * Makes q a streamed POST to Ollama's /api/chat (api == REQ_API_OLLAMA_
+ * CHAT: "messages") or /api/generate ("prompt"), after ollama's
+ * docs/api.md and api/types.go: {"model",...,"stream":true,"options":
+ * {"num_predict":max_tokens}} plus tpot_ms / prefill_ms when >= 0. The
+ * answer is NDJSON, one object a line: TTFT at the first non-empty
+ * message.content (response), TTFR at the first message.thinking
+ * (thinking), the end at "done":true with eval_count.
+ */
+void req_set_ollama(struct req *q, enum req_api api, const char *model,
+    const char *prompt, long max_tokens, long tpot_ms, long prefill_ms);
+
+/*
  * Records the end of the transfer, with libcurl's result cc: e2e_ms, the
  * status when no body came, the connect time; then cleans up the easy
  * handle, so that the socket is closed at once. The caller has removed it
@@ -149,7 +209,8 @@ void req_finish(struct req *q, CURLcode cc);
 
 /* What became of an ended request. */
 enum req_fate {
-	REQ_COMPLETED,          /* [DONE] without an error event, clean end */
+	REQ_COMPLETED,          /* its end event ([DONE], message_stop,
+				 * done:true) without an error, clean end */
 	REQ_STOPPED,            /* we hung up after stop_after tokens */
 	REQ_FAILED              /* *kind says how (load_report.h) */
 };

@@ -107,7 +107,7 @@ metric() {
 	jq -j '.content[0].text' "$d/m" | cmp - "$d/st"
 	events "$d/s" | jq -s -e '.[0].message.content == [] and
 		.[0].message.stop_reason == null and
-		.[1].content_block == {type:"text", text:"", citations:null} and
+		.[1].content_block == {type:"text", text:""} and
 		(.[-2] | .delta.stop_reason == "max_tokens"
 		 and .usage.output_tokens == 32)'
 	# no event ids: a POST is not resumed (as the /v1 streams)

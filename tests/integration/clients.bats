@@ -7,7 +7,8 @@
 # non-stream text, usage against /_debug/generated, finish reasons (EOS,
 # stop string, max_tokens), keep-alive comments before the first event,
 # and an aborted stream being cancelled. The official openai SDK's tests
-# are in v1.bats.
+# are in v1.bats. The last test is the AI SDK's Anthropic provider over
+# /v1/messages (tests/node/ai-sdk-anthropic.mjs).
 
 load helpers
 
@@ -41,4 +42,12 @@ teardown_file() {
 		huggingface
 	echo "$output"
 	[ "$status" -eq 0 ]
+}
+
+@test "the Vercel AI SDK's Anthropic provider (ai, @ai-sdk/anthropic) over /v1/messages: generateText, streamText with thinking (reasoning before text, signature), a tool call" {
+	need_node ai @ai-sdk/anthropic
+	run timeout 90 node "$TS_SRCDIR/tests/node/ai-sdk-anthropic.mjs" "$BASE"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == "ok: "* ]]
 }

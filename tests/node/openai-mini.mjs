@@ -12,6 +12,11 @@
  *     completion_tokens (max_tokens) is more than the deltas;
  *   - a finish chunk, the usage chunk when stream_options.include_usage,
  *     data: [DONE].
+ * A chat request with "reasoning_effort" first gets min(3, max_tokens - 1)
+ * reasoning deltas of one token each, before any content, in the field
+ * vLLM streams now, delta.reasoning, or with effort "low" in the older
+ * delta.reasoning_content (DeepSeek's; tokbench reads both); they count
+ * in completion_tokens (tests/integration/load-dialects.bats).
  * GET /v1/models lists one model, "mini-model". With KEY, every request
  * needs Authorization: Bearer KEY (401 otherwise). Node's modules only.
  *
@@ -66,7 +71,10 @@ const server = http.createServer((req, res) => {
 			return json(res, 404, { error: { message: 'no model',
 			    code: 'model_not_found' } });
 		const n = Math.max(1, Number(q.max_tokens) || 16);
-		const ds = deltas(n);
+		const nr = chat && q.reasoning_effort ? Math.min(3, n - 1) : 0;
+		const rfield = q.reasoning_effort === 'low' ?
+		    'reasoning_content' : 'reasoning';
+		const ds = [...Array(nr).fill(null), ...deltas(n - nr)];
 		const object = chat ? 'chat.completion.chunk' :
 		    'text_completion';
 		const base = { id: 'mini-1', object, created: 0, model: MODEL };
@@ -85,7 +93,10 @@ const server = http.createServer((req, res) => {
 		let k = 0;
 		const tick = () => {
 			if (k < ds.length) {
-				send({ ...base, choices: [choice(ds[k], null)] });
+				send({ ...base, choices: [ds[k] === null ?
+				    { index: 0, delta: { [rfield]: ' think' },
+				      finish_reason: null } :
+				    choice(ds[k], null)] });
 				k++;
 				timer = setTimeout(tick, Math.max(0, t0 + FIRST +
 				    k * TPOT - Date.now()));

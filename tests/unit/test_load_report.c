@@ -186,6 +186,52 @@ test_acc_usage_tokens(void **state)
 	load_acc_free(&acc);
 }
 
+/*
+ * TTFR, the time to the first reasoning token, is apart from TTFT (the
+ * first content token stays TTFT, as vllm bench serve has it): one
+ * sample per completed request that reasoned, none from one that did
+ * not; reasoning deltas are counted apart from the content deltas; TPOT
+ * runs from the first output token of either kind over every output
+ * token (the reasoning's included), so it stays the decode's pace.
+ */
+static void
+test_acc_reasoning(void **state)
+{
+	static const double a[] = {110, 120, 130};     /* text after */
+	static const double b[] = {50, 70};             /* no reasoning */
+	struct load_acc acc;
+	struct load_report r;
+
+	(void)state;
+	load_acc_init(&acc, NULL);
+	/* a: 5 thinking deltas from 60 ms, every 10 ms; then 3 text
+	 * deltas; 8 tokens, the last at 130, the end at 130 */
+	load_acc_completed_reasoning(&acc, 10, a, NELEM(a), 8, 130, 60, 5);
+	load_acc_completed_reasoning(&acc, 10, b, NELEM(b), 2, 80, -1, 0);
+	assert_int_equal(load_report_compute(&acc, 1.0, &r), TS_OK);
+	assert_int_equal(r.ttfr.n, 1);
+	check_near("ttfr", r.ttfr.median, 60, 0);
+	check_near("ttfr p99", r.ttfr.p99, 60, 0);
+	assert_int_equal(r.reasoning_events, 5);
+	assert_int_equal(acc.deltas, 5);
+	assert_int_equal(r.ttft.n, 2);
+	check_near("ttft max", r.ttft.max, 110, 0);
+	/* (130 - 60) / 7 = 10: the pace, not (130 - 110) / 7 */
+	check_near("tpot of a", r.tpot.min, 10, 1e-12);
+	check_near("tpot of b", r.tpot.max, 30, 1e-12);
+	/* ITL: the content gaps only (2 of a, 1 of b) */
+	assert_int_equal(r.itl.n, 3);
+	load_acc_free(&acc);
+
+	/* no request reasoned: no samples, a zeroed metric */
+	load_acc_init(&acc, NULL);
+	load_acc_completed(&acc, 1, b, NELEM(b), 2, 80);
+	assert_int_equal(load_report_compute(&acc, 1.0, &r), TS_OK);
+	assert_int_equal(r.ttfr.n, 0);
+	assert_int_equal(r.reasoning_events, 0);
+	load_acc_free(&acc);
+}
+
 static void
 test_slo_met_table(void **state)
 {
@@ -682,6 +728,7 @@ main(void)
 		cmocka_unit_test(test_tpot_definition),
 		cmocka_unit_test(test_acc_report),
 		cmocka_unit_test(test_acc_usage_tokens),
+		cmocka_unit_test(test_acc_reasoning),
 		cmocka_unit_test(test_slo_met_table),
 		cmocka_unit_test(test_goodput_count),
 		cmocka_unit_test(test_parse_goodput_valid),

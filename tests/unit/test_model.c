@@ -163,8 +163,8 @@ reference(size_t shape, const char *prompt, float *logits0, uint32_t *gen)
 }
 
 /* The lab endpoints' sampling: greedy. */
-static const struct engine_sampling greedy = { 0.0, 1.0, 0, 0, 0, NULL, 0,
-    0 };
+static const struct engine_sampling greedy = { .temperature = 0.0,
+    .top_p = 1.0 };
 
 /* The backend's count of the prompt's tokens (BOS included). */
 static enum ts_err
