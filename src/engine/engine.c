@@ -859,10 +859,10 @@ grid_step(struct engine *e, int64_t t)
  * step.
  */
 static void
-timer_fired(struct engine *e, struct engine_seq *s, int64_t t)
+timer_fired(struct engine *e, struct engine_seq *s, int64_t t, int64_t now)
 {
 	struct engine_seq *one = s;
-	int64_t jit;
+	int64_t jit, next;
 
 	heap_remove(e, s);
 	s->due = t;
@@ -886,9 +886,20 @@ timer_fired(struct engine *e, struct engine_seq *s, int64_t t)
 		if (e->hooks.on_decode != NULL)
 			e->hooks.on_decode(e->hooks.ctx, s->id);
 	}
-	/* absolute deadlines: a late pass does not shift later tokens */
-	heap_push(e, s, s->due + step_len(e, s->tpot_ms, jit) > t ?
-	    s->due + step_len(e, s->tpot_ms, jit) : t);
+	/* absolute deadlines: a late pass does not shift later tokens; but a
+	 * cadence the engine cannot keep (its steps cost more CPU than their
+	 * interval: tpot_ms 1 with n 16 and top_logprobs 20 is 16,000 tokens
+	 * a second with their logprobs) is not caught up: a deadline more
+	 * than a step behind the pass moves to the pass's time. Caught up,
+	 * such timers stayed earliest in the heap for ever and the grid step,
+	 * every other stream's, waited behind them by seconds, more every
+	 * second (capacity.bats "own cadences the engine cannot keep ...") */
+	next = s->due + step_len(e, s->tpot_ms, jit);
+	if (next < t)
+		next = t;
+	if (next < now - step_len(e, s->tpot_ms, 0))
+		next = now;
+	heap_push(e, s, next);
 }
 
 /* Cancellations that act at once: waiting, in prefill, and a sequence on
@@ -962,7 +973,7 @@ advance_locked(struct engine *e, int64_t now)
 		if (th > now && tg > now)
 			break;
 		if (th <= tg) {
-			timer_fired(e, e->heap[0], th);
+			timer_fired(e, e->heap[0], th, now);
 			fired++;
 		} else {
 			grid_step(e, tg);

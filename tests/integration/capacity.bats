@@ -185,6 +185,37 @@ wait_idle() {
 	wait
 }
 
+@test "own cadences the engine cannot keep (3 requests of n 16, top_logprobs 20, tpot_ms 0) beside normal streams: three 50-token streams in a row each end within 2.5 x their paced time" {
+	local body i t worst=0
+	wait_idle
+	# each asks for 16 sequences at 1 ms a token with 20 alternatives:
+	# 48,000 tokens a second and their logprobs, more than the engine
+	# thread can make; before, their deadlines were caught up and the
+	# grid step (every other stream's) waited behind them, longer each
+	# second: 2.0, 7.3 and 17.8 s for three 1 s streams in a row
+	body='{"model":"tokstream-sim","stream":true,"n":16,"max_tokens":8192,"logprobs":true,"top_logprobs":20,"tpot_ms":0,"ignore_eos":true,"messages":[{"role":"user","content":"hi"}]}'
+	for i in 1 2 3; do
+		curl -sN -o /dev/null -H 'Content-Type: application/json' \
+			-d "$body" "$BASE/v1/chat/completions" &
+		echo $! >>"$BATS_TEST_TMPDIR/heavy"
+	done
+	sleep 1
+	# the premise: they are running, all 48 sequences
+	running=$(curl -s "$BASE/metrics" | awk '$1 == "tokstream:num_requests_running" { print $2 }')
+	echo "running: $running"
+	[ "${running%.*}" -ge 48 ]
+	for i in 1 2 3; do
+		t=$(curl -sN -o /dev/null -w '%{time_total}' \
+			"$BASE/stream?prompt=beside$i&max_tokens=50&prefill_ms=0" |
+			awk '{ printf "%d", $1 * 1000 }')
+		echo "50 tokens at 20 ms beside them: $t ms"
+		[ "$t" -gt "$worst" ] && worst=$t
+	done
+	kill $(cat "$BATS_TEST_TMPDIR/heavy") 2>/dev/null || true
+	wait
+	[ "$worst" -lt 2500 ]
+}
+
 @test "short streams in a burst: every one completes, the responder never restarts (an I/O thread may finish a stream before its accept thread returns)" {
 	wait_idle
 	pid=$(responder_pid)

@@ -21,6 +21,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -991,59 +992,92 @@ test_modeled_start_outside_lock(void **unused)
 	engine_destroy(e);
 }
 
-/* A backend whose decode step takes 3 ms of CPU under the engine's lock
- * (the simulator's step, then a busy wait), at a 1 ms TPOT: the engine
- * thread is always behind, so it ends a pass and starts the next one at
- * once. Its steps are counted. */
+/* The simulator's own step, which gated_step calls. */
 static enum ts_err (*slow_inner)(void *, void *const *, size_t, uint32_t *);
-static atomic_uint slow_steps;
+
+/* A backend whose decode step waits, under the engine's lock, for the
+ * test's permit, then takes 2 ms of CPU (more than the 1 ms TPOT, so the
+ * engine thread always runs behind and ends each pass in
+ * engine_hand_off, never in a timed wait that would release the lock).
+ * Its steps are counted as they start. */
+static atomic_uint gate_entered, gate_permits;
 
 static enum ts_err
-slow_step(void *impl, void *const *seqs, size_t n, uint32_t *ids)
+gated_step(void *impl, void *const *seqs, size_t n, uint32_t *ids)
 {
 	struct timespec t0, t;
-	enum ts_err rc = slow_inner(impl, seqs, n, ids);
+	enum ts_err rc;
 
+	atomic_fetch_add(&gate_entered, 1);
+	while (atomic_load(&gate_permits) == 0)
+		sched_yield();
+	atomic_fetch_sub(&gate_permits, 1);
+	rc = slow_inner(impl, seqs, n, ids);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do
 		clock_gettime(CLOCK_MONOTONIC, &t);
 	while ((t.tv_sec - t0.tv_sec) * 1000000000LL +
-	    (t.tv_nsec - t0.tv_nsec) < 3 * MS);
-	atomic_fetch_add(&slow_steps, 1);
+	    (t.tv_nsec - t0.tv_nsec) < 2 * MS);
 	return rc;
 }
 
-/* A thread that asks for the engine's lock (engine_stats, engine_cancel)
- * while the engine thread runs behind gets it between two passes (the
- * hand-off, engine_hand_off), not after the many a glibc mutex's
- * unlock-then-lock lets the engine thread win. Counted in steps, not
- * timed. Without the hand-off, 200 tries saw a wait over one step in 5
- * of 6 runs, the longest 3 to 49 steps; with it none over one step in
- * any run. The bound of 8 steps leaves room for a loaded machine that
- * deschedules this thread, so the test catches the long starvations
- * (11, 12, 44, 49 steps seen), not every one: on 2026-12-06, without the
- * hand-off, three runs saw at most 1, 2 and 7 steps and would have
- * passed. A weak test of the hand-off; ARCHITECTURE's "fair hand-off"
- * rests on its reading more than on this count.
- *
- * One try of test_lock_handed_off_between_passes: 200 engine_stats
- * while the engine runs behind, then a cancel. 1 when the longest wait
- * was at most 8 steps and the cancel took at most 3. */
-static int
-lock_handoff_try(unsigned attempt)
+struct stats_caller {
+	struct engine *e;
+	atomic_int done;
+};
+
+static void *
+stats_caller_main(void *arg)
+{
+	struct stats_caller *c = arg;
+	struct engine_stats st;
+
+	engine_stats(c->e, &st);
+	atomic_store(&c->done, 1);
+	return NULL;
+}
+
+/* Waits up to 10 s for cond(); 1 if it came. */
+#define WAIT_FOR(cond) \
+	({ int64_t until_ = engine_now_ns() + 10000 * MS; \
+	   while (!(cond) && engine_now_ns() < until_) sched_yield(); \
+	   (cond); })
+
+/*
+ * A thread that asks for the engine's lock (engine_stats here; engine_cancel
+ * and engine_submit the same way) while the engine thread runs behind gets
+ * it between two passes (the hand-off, engine_hand_off), not after as many
+ * passes as glibc's mutex lets the engine thread win it back (its unlock
+ * then lock wins before a woken waiter runs). Counted in steps the test
+ * lets through one at a time, so a loaded machine that is slow to run the
+ * waiter changes nothing but the wall time: the engine thread is held in
+ * its step (under the lock) until the test permits the next, and the
+ * waiter must have the lock before the engine has taken more than a few.
+ * Without the hand-off the waiter gets it at none of the 50 steps (the
+ * engine thread takes the lock back each time); with it, at the first (a
+ * waiter not yet asleep on the lock when the first pass ends costs one
+ * more). The earlier version of this test counted steps of a free-running
+ * engine while engine_stats waited; it passed without the hand-off on a
+ * quiet machine and failed with it on a loaded one (2026-12-06).
+ */
+static void
+test_lock_handed_off_between_passes(void **unused)
 {
 	struct engine_config cfg;
 	struct engine_backend be;
 	struct engine *e;
 	struct engine_request r;
 	struct engine_seq *s;
-	struct engine_stats st;
-	unsigned worst = 0, over = 0, i, before, waited, cancel_steps;
+	struct stats_caller caller;
+	pthread_t th;
+	unsigned steps, before = 0, round, total = 0;
 
+	(void)unused;
 	sim_backend(&be);
 	slow_inner = be.step;
-	be.step = slow_step;
-	atomic_store(&slow_steps, 0);
+	be.step = gated_step;
+	atomic_store(&gate_entered, 0);
+	atomic_store(&gate_permits, 0);
 	engine_config_defaults(&cfg);
 	cfg.max_num_seqs = 4;
 	cfg.lat.tpot_ms = 1;
@@ -1052,42 +1086,46 @@ lock_handoff_try(unsigned attempt)
 	r.sampling.ignore_eos = 1;
 	r.t0_ns = engine_now_ns();
 	assert_int_equal(engine_submit(e, &r, &s), TS_OK);
-	while (atomic_load(&slow_steps) < 5)
-		sched_yield();
-	for (i = 0; i < 200; i++) {
-		before = atomic_load(&slow_steps);
-		engine_stats(e, &st);
-		waited = atomic_load(&slow_steps) - before;
-		if (waited > worst)
-			worst = waited;
-		if (waited > 1)
-			over++;
+	/* a few steps through, then the engine held in a step */
+	atomic_store(&gate_permits, 3);
+	assert_true(WAIT_FOR(atomic_load(&gate_entered) >= 4));
+	for (round = 0; round < 5; round++) {
+		caller.e = e;
+		atomic_store(&caller.done, 0);
+		assert_int_equal(pthread_create(&th, NULL, stats_caller_main,
+		    &caller), 0);
+		/* the caller asleep on the lock, mostly */
+		nanosleep(&(struct timespec){ .tv_nsec = 20 * MS }, NULL);
+		for (steps = 0; steps < 50 && !atomic_load(&caller.done);
+		    steps++) {
+			before = atomic_load(&gate_entered);
+			atomic_store(&gate_permits, 1);
+			/* the caller has the lock, or the engine is in its
+			 * next step */
+			assert_true(WAIT_FOR(atomic_load(&caller.done) ||
+			    atomic_load(&gate_entered) > before));
+		}
+		if (!atomic_load(&caller.done)) {
+			/* let it through, to end the test cleanly */
+			atomic_store(&gate_permits, 1u << 30);
+			pthread_join(th, NULL);
+			atomic_store(&gate_permits, 0);
+			assert_true(WAIT_FOR(atomic_load(&gate_permits) == 0 &&
+			    atomic_load(&gate_entered) > before));
+		} else {
+			pthread_join(th, NULL);
+		}
+		print_message("round %u: the caller had the engine's lock "
+		    "after %u step(s) let through\n", round + 1, steps);
+		total += steps;
 	}
-	before = atomic_load(&slow_steps);
+	atomic_store(&gate_permits, 1u << 30);
+	/* one step each (a caller not yet asleep on the lock when a pass
+	 * ends costs one more): without the hand-off 3 to 50 each */
+	assert_true(total <= 5 + 2);
 	engine_cancel(e, s, engine_now_ns(), ENGINE_CAUSE_CLIENT_GONE);
-	cancel_steps = atomic_load(&slow_steps) - before;
-	print_message("try %u: steps while engine_stats waited: %u of 200 "
-	    "over 1, at most %u; the cancel waited %u\n", attempt, over,
-	    worst, cancel_steps);
 	engine_release(e, s);
 	engine_destroy(e);
-	return worst <= 8 && cancel_steps <= 3;
-}
-
-static void
-test_lock_handed_off_between_passes(void **unused)
-{
-	unsigned attempt;
-	int ok = 0;
-
-	(void)unused;
-	/* A loaded machine that deschedules this thread for a few steps
-	 * (3 ms each) makes one try fail now and then (seen once in 3 runs
-	 * at load average 2); a starvation without the hand-off repeats.
-	 * So the test fails only when three tries in a row do. */
-	for (attempt = 1; attempt <= 3 && !ok; attempt++)
-		ok = lock_handoff_try(attempt);
-	assert_true(ok);
 }
 
 /* A tpot_ms 0 request (taken as ENGINE_MIN_TPOT_MS) beside a stream at
