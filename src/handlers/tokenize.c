@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "openai/cost.h"
 #include "openai/encode.h"
 #include "openai/tokenize.h"
 #include "text/utf8.h"
@@ -76,9 +77,9 @@ tokenize_answer(struct server *srv, struct reply *rp)
 	struct openai_tokenize t;
 	struct openai_tokens out;
 	struct http_error err;
-	struct ts_buf body, text, b;
+	struct ts_buf body, text, b, ans;
 	uint32_t *ids = NULL;
-	size_t n, i, bytes = 0, skip = 0;
+	size_t n, i, bytes = 0, skip = 0, bound;
 	enum ts_err rc;
 
 	if (tokenize_body(rp, &body) != 0)
@@ -128,11 +129,36 @@ tokenize_answer(struct server *srv, struct reply *rp)
 	out.max_model_len = tokenize_max_model_len(be);
 	out.text = t.return_token_strs ? tokenize_text_of : NULL;
 	out.ctx = (void *)be;
-	/* the answer's bound, from the ids it has: nothing is cut */
-	ts_buf_init(&b, 4096 + openai_tokenize_bound(out.n, bytes,
-	    t.return_token_strs));
-	if (reply_head_buf(rp, &b, 200, "application/json", 0, NULL) !=
-	    TS_OK || openai_encode_tokenize(&b, &out) != TS_OK) {
+	/* the answer, in a buffer of at most the bound of every answer
+	 * (docs/API.md "What a request may cost"): one that would be larger
+	 * is refused when the buffer fills, so it costs at most 8 MB (a
+	 * 1 MiB prompt of 3-byte characters with return_token_strs was an
+	 * 18.9 MB answer) */
+	bound = openai_tokenize_bound(out.n, bytes, t.return_token_strs);
+	ts_buf_init(&ans, bound < OPENAI_MAX_ANSWER_BYTES ? bound :
+	    OPENAI_MAX_ANSWER_BYTES);
+	rc = openai_encode_tokenize(&ans, &out);
+	if (rc == TS_OK) {
+		ts_buf_init(&b, 4096 + ans.len);
+		rc = reply_head_buf(rp, &b, 200, "application/json", 0, NULL);
+		if (rc == TS_OK)
+			rc = ts_buf_append(&b, ans.p, ans.len);
+	}
+	ts_buf_free(&ans);
+	if (rc == TS_ELIMIT && bound > OPENAI_MAX_ANSWER_BYTES) {
+		http_error_set(&err, 400, "invalid_request_error",
+		    "answer_too_large", "the answer (%zu tokens%s) is over "
+		    "tokstream's bound of %u bytes for an answer; send a "
+		    "shorter prompt%s", out.n, t.return_token_strs ?
+		    " with their texts" : "", OPENAI_MAX_ANSWER_BYTES,
+		    t.return_token_strs ? " or leave out return_token_strs" :
+		    "");
+		http_error_set_param(&err, t.return_token_strs ?
+		    "return_token_strs" : "prompt");
+		reply_error_v1(rp, &err, NULL, 0);
+		goto out;
+	}
+	if (rc != TS_OK) {
 		http_error_set(&err, 500, "server_error", "encode_failed",
 		    "the answer could not be encoded");
 		reply_error_v1(rp, &err, NULL, 0);

@@ -200,3 +200,30 @@ Then it slept.'
 	echo "llama chat: tokenize $n, chat completions $u"
 	[ "$n" = "$u" ]
 }
+
+@test "an answer over the 8,000,000-byte bound is a 400 answer_too_large that cost at most the bound: a 1 MiB prompt of 3-byte characters with return_token_strs" {
+	local f=$BATS_TEST_TMPDIR/big.json
+	# 349,500 x U+0800: 1,048,541 bytes of body; its ids and their texts
+	# were an 18.9 MB answer (the new-user trial of 2026-12-06)
+	python3 -c 'import json,sys; sys.stdout.write(json.dumps({"model":"tokstream-sim","prompt":"\u0800"*349500,"return_token_strs":True},ensure_ascii=False))' >"$f"
+	[ "$(wc -c <"$f")" -le 1048576 ]
+	curl -sS -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer sk-tok-1' \
+		-H 'Content-Type: application/json' --data-binary "@$f" \
+		"$BASE/tokenize" >"$BATS_TEST_TMPDIR/code"
+	head -c 600 "$BATS_TEST_TMPDIR/body"
+	[ "$(code)" = 400 ]
+	jq -e '.error.code == "answer_too_large" and
+		.error.param == "return_token_strs" and
+		(.error.message | test("8000000"))' "$BATS_TEST_TMPDIR/body"
+	# without the texts the same prompt's ids fit, and come whole
+	sed 's/"return_token_strs": true/"return_token_strs": false/' "$f" >"$f.ids"
+	grep -q '"return_token_strs": false' "$f.ids"
+	curl -sS -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' \
+		-H 'Authorization: Bearer sk-tok-1' \
+		-H 'Content-Type: application/json' --data-binary "@$f.ids" \
+		"$BASE/tokenize" >"$BATS_TEST_TMPDIR/code"
+	[ "$(code)" = 200 ]
+	[ "$(wc -c <"$BATS_TEST_TMPDIR/body")" -le 8000000 ]
+	jq -e '.count == (.tokens | length) and .count > 100000' "$BATS_TEST_TMPDIR/body"
+}
