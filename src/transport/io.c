@@ -14,6 +14,10 @@
  * waited write_stall_ms it is cancelled. When its end has gone out the
  * request is finished (FCGI_END_REQUEST) and its memory freed.
  *
+ * An answer made whole (io_answer) is an io_conn with no relay whose
+ * buffer is the answer and which is ended from the start: it is pumped
+ * once when taken over, then on EPOLLOUT, as a stream's end would be.
+ *
  * Every stream of a thread is touched only by that thread; the inbox is
  * the one thing shared with the accept threads (a mutex), the listener the
  * one thing shared with the engine (lock-free, engine.h).
