@@ -710,7 +710,7 @@ static void
 oll_send(struct reply *rp, struct ts_buf *b, enum ts_err rc)
 {
 	if (rc == TS_OK && ts_buf_append(b, "\n", 1) == TS_OK) {
-		conn_write(rp->conn, b->p, b->len);
+		reply_send(rp, b);
 	} else {
 		struct http_error err;
 

@@ -65,7 +65,7 @@ static void
 tokenize_send(struct reply *rp, struct ts_buf *b)
 {
 	if (ts_buf_append(b, "\n", 1) == TS_OK)
-		conn_write(rp->conn, b->p, b->len);
+		reply_send(rp, b);      /* a large one from an I/O thread */
 }
 
 void

@@ -7,7 +7,8 @@
  * libfcgi's header) and over a fake connection in the unit tests.
  *
  * A handler runs on an accept thread and answers there (an error, a JSON
- * object); a stream it hands to the server's driver (server.h `stream`),
+ * object; one over REPLY_INLINE_MAX goes to an I/O thread: reply_send);
+ * a stream it hands to the server's driver (server.h `stream`),
  * which writes the rest from an I/O thread (transport/io.c), only as much as
  * the socket takes without blocking (room): a client that stops reading
  * costs the engine's record of its unsent tokens, never a thread.
@@ -22,6 +23,7 @@
 
 struct conn;
 struct engine_listener;
+struct io;
 
 struct conn_ops {
 	/* The CGI parameter `name` ("REQUEST_METHOD", "HTTP_HOST", ...),
@@ -62,6 +64,9 @@ struct conn {
 	int head_only;
 	int head_done;           /* head_only: the empty line went out */
 	int shard;               /* the I/O thread to relay it on */
+	struct io *threads;      /* the I/O threads (io_assign), which
+				  * write a large whole answer
+				  * (reply_send); NULL: none */
 	void *io;                /* that thread's record of it (io.c) */
 	/* Set to 1 by a driver (io_stream) that took the connection over:
 	 * the accepting thread's own flag, not a field of the connection,

@@ -14,6 +14,10 @@
  * waited write_stall_ms it is cancelled. When its end has gone out the
  * request is finished (FCGI_END_REQUEST) and its memory freed.
  *
+ * An answer made whole (io_answer) is an io_conn with no relay whose
+ * buffer is the answer and which is ended from the start: it is pumped
+ * once when taken over, then on EPOLLOUT, as a stream's end would be.
+ *
  * Every stream of a thread is touched only by that thread; the inbox is
  * the one thing shared with the accept threads (a mutex), the listener the
  * one thing shared with the engine (lock-free, engine.h).
@@ -178,8 +182,8 @@ epoll_set(struct io_conn *ic, int out)
 static void
 ka_update(struct io_conn *ic)
 {
-	int64_t d = blocked(ic) || ic->closed ? INT64_MAX :
-	    relay_deadline(ic->relay);
+	int64_t d = blocked(ic) || ic->closed || ic->relay == NULL ?
+	    INT64_MAX : relay_deadline(ic->relay);
 
 	if (d == ic->ka_deadline)
 		return;
@@ -197,7 +201,7 @@ static void
 hold_update(struct io_conn *ic)
 {
 	struct io_thread *t = ic->t;
-	int64_t d = ic->closed ? INT64_MAX :
+	int64_t d = ic->closed || ic->relay == NULL ? INT64_MAX :
 	    relay_hold_deadline(ic->relay);
 	struct io_conn *p;
 
@@ -236,7 +240,7 @@ static void
 ready_update(struct io_conn *ic)
 {
 	int want = !ic->closed && pending(ic) == 0 && !ic->ended &&
-	    relay_backlog(ic->relay);
+	    ic->relay != NULL && relay_backlog(ic->relay);
 
 	if (want == ic->on_ready)
 		return;
@@ -294,7 +298,7 @@ ic_close(struct io_conn *ic, int64_t now, enum engine_cause cause)
 
 	if (ic->closed)
 		return;
-	if (cause != ENGINE_CAUSE_NONE)
+	if (cause != ENGINE_CAUSE_NONE && ic->relay != NULL)
 		relay_gone(ic->relay, now, cause);
 	unblock(ic);
 	ic->closed = 1;
@@ -305,7 +309,8 @@ ic_close(struct io_conn *ic, int64_t now, enum engine_cause cause)
 	ic->conn->io = NULL;
 	ic->conn->ops->finish(ic->conn);
 	ic->conn = NULL;
-	relay_finish(ic->relay);
+	if (ic->relay != NULL)
+		relay_finish(ic->relay);
 	ic->relay = NULL;
 	ts_buf_free(&ic->out);
 	ic->next = t->closed;
@@ -347,7 +352,8 @@ ic_flush(struct io_conn *ic, int64_t now)
 	ic->off = 0;
 	if (ic->written) {
 		ic->written = 0;
-		relay_flushed(ic->relay, now);
+		if (ic->relay != NULL)
+			relay_flushed(ic->relay, now);
 	}
 	return TS_OK;
 }
@@ -441,8 +447,10 @@ take_inbox(struct io_thread *t, int64_t now)
 			ic_close(ic, now, ENGINE_CAUSE_CLIENT_GONE);
 			continue;
 		}
-		relay_listen(ic->relay,
-		    &t->listener);
+		if (ic->relay != NULL)
+			relay_listen(ic->relay, &t->listener);
+		else            /* a whole answer: no news will come */
+			ic_pump(ic, now);
 	}
 }
 
@@ -648,22 +656,22 @@ void
 io_assign(struct io *io, struct conn *c)
 {
 	c->shard = (int)(atomic_fetch_add(&io->next, 1) % (unsigned)io->n);
+	c->threads = io;
 }
 
-void
-io_stream(struct io *io, struct conn *c, struct relay *r)
+/* Hands ic (conn, relay or out set) to c's thread: the inbox, then a
+ * wake-up. */
+static void
+hand_over(struct io *io, struct conn *c, struct io_conn *ic)
 {
 	struct io_thread *t = &io->th[c->shard];
-	struct io_conn *ic = xcalloc(1, sizeof(*ic));
 	uint64_t one = 1;
 
 	ic->t = t;
 	ic->conn = c;
-	ic->relay = r;
 	ic->fd = c->ops->fd(c);
 	ic->ka_deadline = INT64_MAX;
 	ic->hold_deadline = INT64_MAX;
-	ts_buf_init(&ic->out, IO_OUT_MAX);
 	/* before the thread can see it: from the push on, c may be freed */
 	if (c->handed_off != NULL)
 		*c->handed_off = 1;
@@ -675,6 +683,27 @@ io_stream(struct io *io, struct conn *c, struct relay *r)
 	if (write(t->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
 		/* the thread also looks at its inbox once a second */
 	}
+}
+
+void
+io_stream(struct io *io, struct conn *c, struct relay *r)
+{
+	struct io_conn *ic = xcalloc(1, sizeof(*ic));
+
+	ic->relay = r;
+	ts_buf_init(&ic->out, IO_OUT_MAX);
+	hand_over(io, c, ic);
+}
+
+void
+io_answer(struct io *io, struct conn *c, struct ts_buf *b)
+{
+	struct io_conn *ic = xcalloc(1, sizeof(*ic));
+
+	ic->out = *b;                   /* taken: b is left empty */
+	memset(b, 0, sizeof(*b));
+	ic->ended = 1;                  /* nothing to encode: only out */
+	hand_over(io, c, ic);
 }
 
 int

@@ -21,6 +21,7 @@
 struct conn;
 struct io;
 struct relay;
+struct ts_buf;
 
 #define IO_MAX_THREADS 64
 
@@ -37,7 +38,7 @@ enum ts_err io_start(struct io **out, int64_t (*now)(void), int n,
 int io_threads(const struct io *io);
 
 /* The thread a new connection is relayed on: the threads in turn (round
- * robin). Sets c->shard. */
+ * robin). Sets c->shard, and c->threads to io (reply_send). */
 void io_assign(struct io *io, struct conn *c);
 
 /*
@@ -49,7 +50,19 @@ void io_assign(struct io *io, struct conn *c);
  */
 void io_stream(struct io *io, struct conn *c, struct relay *r);
 
-/* Streams held by the I/O threads right now. */
+/*
+ * The driver of an answer made whole (transport/reply.h: reply_send):
+ * hands the connection and b's bytes (the CGI head and body; b is taken
+ * and left empty) to c->shard's thread and returns at once, having set
+ * *c->handed_off. The thread writes them as it writes a stream's: only
+ * what the socket takes without blocking (EPOLLOUT), the connection
+ * cancelled when its client stopped reading for write_stall_ms or hung
+ * up, then finished (FCGI_END_REQUEST) and freed. Nothing may be written
+ * to c after the call.
+ */
+void io_answer(struct io *io, struct conn *c, struct ts_buf *b);
+
+/* Streams and answers held by the I/O threads right now. */
 int io_active(const struct io *io);
 
 #endif /* TS_TRANSPORT_IO_H */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "transport/conn.h"
+#include "transport/io.h"
 
 enum ts_err
 reply_head_buf(struct reply *rp, struct ts_buf *b, int status,
@@ -225,9 +226,27 @@ reply_json(struct reply *rp, int status, json_t *obj, uint64_t id)
 	if (rc == TS_OK) {
 		ts_buf_append(&b, s, strlen(s));
 		ts_buf_append(&b, "\n", 1);    /* one line of JSON */
-		rc = conn_write(rp->conn, b.p, b.len);
+		rc = reply_send(rp, &b);
 	}
 	ts_buf_free(&b);
 	free(s);
+	return rc;
+}
+
+enum ts_err
+reply_send(struct reply *rp, struct ts_buf *b)
+{
+	struct conn *c = rp->conn;
+	enum ts_err rc;
+
+	if (c->hup)
+		rc = TS_EHUP;
+	else if (b->len > REPLY_INLINE_MAX && c->threads != NULL &&
+	    !c->head_only) {
+		io_answer(c->threads, c, b);
+		return TS_OK;
+	} else
+		rc = conn_write(c, b->p, b->len);
+	ts_buf_reset(b);
 	return rc;
 }

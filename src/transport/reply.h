@@ -89,9 +89,26 @@ enum ts_err reply_read_body(struct conn *c, struct ts_buf *body,
 enum ts_err reply_read_json(struct conn *c, struct ts_buf *body,
     struct http_error *err);
 
-/* A whole JSON answer, one line, compact; takes obj's reference (a NULL
- * obj is a 500). TS_OK, TS_EHUP, or TS_EINVAL when it could not be
- * encoded (a 500 was sent). */
+/* The largest whole answer written on the handler's own thread: a
+ * larger one goes to an I/O thread (reply_send). Well under what the
+ * FastCGI socket's send buffer holds, so a write this size does not
+ * block even when the HTTP client reads nothing. */
+#define REPLY_INLINE_MAX (64u * 1024u)
+
+/*
+ * Sends a whole answer made in b (the CGI head and body), the last bytes
+ * the handler writes: up to REPLY_INLINE_MAX, or with no I/O threads
+ * (c->threads NULL: the unit tests), written here (conn_write); larger,
+ * handed with the connection to an I/O thread (transport/io.h:
+ * io_answer), which writes it without blocking, so a client that does
+ * not read holds no accept thread. b is left empty either way (the
+ * caller still frees it). TS_OK (written, or handed over), or TS_EHUP.
+ */
+enum ts_err reply_send(struct reply *rp, struct ts_buf *b);
+
+/* A whole JSON answer, one line, compact, sent by reply_send; takes
+ * obj's reference (a NULL obj is a 500). TS_OK, TS_EHUP, or TS_EINVAL
+ * when it could not be encoded (a 500 was sent). */
 enum ts_err reply_json(struct reply *rp, int status, json_t *obj,
     uint64_t id);
 

@@ -163,3 +163,108 @@ closed_in_time() {
 	t=$(sed -E 's/.*after ([0-9]+) failures in ([0-9]+) ms.*/\2/' <<<"$line")
 	holds "$n >= 1 && $n <= 9 + $t / 1000"
 }
+
+# big_posts NAME COUNT: COUNT HTTP clients, from one python3 process,
+# that each POST the 1 MiB /tokenize body (349,500 x U+0800: a 4.2 MB
+# answer of ids) through lighttpd and read nothing (a small receive
+# buffer) until the file NAME.go exists; each says "started I" once the
+# first bytes of its answer reached its socket (the responder is
+# writing it), then, after NAME.go, reads it slowly to its end and says
+# "whole I STATUS BYTES IDS" (IDS -1: the body is not JSON; -2: tokens
+# is not count long).
+big_posts() {
+	cat >"$BATS_TEST_TMPDIR/big.py" <<'EOF'
+import fcntl, json, os, socket, struct, sys, termios, threading, time
+port, n, go = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+body = json.dumps({"model": "tokstream-sim", "prompt": "\u0800" * 349500},
+                  ensure_ascii=False).encode()
+out = threading.Lock()
+def say(s):
+    with out:
+        print(s, flush=True)
+def one(i):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(b"POST /tokenize HTTP/1.0\r\nHost: x\r\n"
+              b"Content-Type: application/json\r\nContent-Length: %d\r\n"
+              b"\r\n" % len(body) + body)
+    while struct.unpack("i", fcntl.ioctl(s, termios.FIONREAD,
+                                         b"\0\0\0\0"))[0] == 0:
+        time.sleep(0.02)
+    say("started %d" % i)
+    while not os.path.exists(go):
+        time.sleep(0.05)
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+        time.sleep(0.001)
+    head, _, rest = data.partition(b"\r\n\r\n")
+    try:
+        j = json.loads(rest)
+        ids = j["count"] if len(j["tokens"]) == j["count"] else -2
+    except Exception:
+        ids = -1
+    say("whole %d %s %d %d" % (i, head.split(b" ")[1].decode(), len(rest),
+                                ids))
+ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+EOF
+	python3 "$BATS_TEST_TMPDIR/big.py" "$PORT" "$2" \
+		"$BATS_TEST_TMPDIR/$1.go" >"$BATS_TEST_TMPDIR/$1" 2>&1 &
+	echo $! >"$BATS_TEST_TMPDIR/$1.pid"
+	wait_grep "$BATS_TEST_TMPDIR/$1" "started" 60
+	for i in $(seq 1 600); do
+		[ "$(grep -c '^started' "$BATS_TEST_TMPDIR/$1")" -eq "$2" ] &&
+			return 0
+		sleep 0.05
+	done
+	cat "$BATS_TEST_TMPDIR/$1" >&2
+	return 1
+}
+
+@test "4 clients that do not read their 4.2 MB /tokenize answers hold no accept thread: a chat completion and a short /tokenize answer meanwhile; then every answer arrives whole, and to curl --limit-rate 500K" {
+	need_command python3 python3
+	# an accept thread held by an unread answer is let go only at
+	# --accept-timeout-ms: 30 s here, so what waits for one cannot be
+	# mistaken for a slow machine
+	ts_start --accept-timeout-ms 30000 --write-stall-ms 60000
+	d=$BATS_TEST_TMPDIR
+	big_posts big 4
+	# the four answers are being written; every accept thread that takes
+	# a body is free (gate.h: light_only): both answer at once
+	curl -sS -m 10 "$BASE/v1/chat/completions" \
+		-H 'Content-Type: application/json' \
+		-d '{"model":"tokstream-sim","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}' \
+		>"$d/chat"
+	[ "$(jq -r '.choices[0].finish_reason' "$d/chat")" = length ]
+	curl -sS -m 10 "$BASE/tokenize" -H 'Content-Type: application/json' \
+		-d '{"model":"tokstream-sim","prompt":"hello"}' >"$d/short"
+	[ "$(jq '.tokens | length' "$d/short")" -ge 1 ]
+	# the order: both answered while no big answer had been read
+	! grep -q '^whole' "$d/big" || false
+	# then each big answer arrives whole to its (late) reader
+	touch "$d/big.go"
+	wait_grep "$d/big" '^whole' 60
+	for i in $(seq 1 1200); do
+		[ "$(grep -c '^whole' "$d/big")" -eq 4 ] && break
+		sleep 0.05
+	done
+	cat "$d/big" >&2
+	[ "$(grep -Ec '^whole [0-9] 200 [0-9]{7} [1-9][0-9]{5,}$' "$d/big")" -eq 4 ]
+	# and to a client that reads at 500 KB/s throughout
+	python3 -c 'import json,sys; sys.stdout.write(json.dumps({"model":"tokstream-sim","prompt":"\u0800"*349500},ensure_ascii=False))' >"$d/body"
+	code=$(curl -sS -m 60 --limit-rate 500K -o "$d/slow" -w '%{http_code}' \
+		"$BASE/tokenize" -H 'Content-Type: application/json' \
+		--data-binary @"$d/body")
+	[ "$code" = 200 ]
+	jq -e '(.tokens | length) == .count and .count > 100000' "$d/slow"
+	[ "$(stat -c %s "$d/slow")" -gt 4000000 ]
+	[ "$(curl -sS "$BASE/health" | jq -r .status)" = ok ]
+}

@@ -18,7 +18,11 @@
  *     freed) by an I/O thread before route() returns on the accepting
  *     thread; the accepting side must learn of the hand-off from its own
  *     flag (run under ASan by scripts/check, this fails on a use after
- *     free if it does not).
+ *     free if it does not);
+ *   - an answer made whole (reply_send) over REPLY_INLINE_MAX goes to an
+ *     I/O thread at once, arrives whole to a client that reads late, and
+ *     is ended at the write-stall time when the client never reads; a
+ *     small one is written on the caller's thread.
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
@@ -677,6 +681,113 @@ test_relay_owns_stop_strings(void **unused)
 	relay_finish(&r);
 }
 
+/* A connection on a new socketpair, assigned as server/fcgi.c assigns
+ * one; *peer gets the client's end. */
+static void
+open_conn(struct sock_conn *sc, int *peer, int *handed_off)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	sc->fd = sv[0];
+	*peer = sv[1];
+	sc->c.ops = &sc_ops;
+	sc->c.handed_off = handed_off;
+	io_assign(srv.io, &sc->c);
+}
+
+/* An answer of n bytes: "Status: 200 OK", then a body of 'a'..'z'. */
+static void
+make_answer(struct ts_buf *b, size_t n)
+{
+	static const char head[] = "Status: 200 OK\r\n\r\n";
+	size_t i;
+
+	ts_buf_init(b, SIZE_MAX);
+	assert_int_equal(ts_buf_append(b, head, sizeof(head) - 1), TS_OK);
+	for (i = b->len; i < n; i++)
+		assert_int_equal(ts_buf_append(b, &"abcdefghijklmnopqrstuvwxyz"
+		    [i % 26], 1), TS_OK);
+}
+
+/* A 4 MB answer made whole (reply_send) while the client reads nothing
+ * yet: handed to an I/O thread at once (a blocking write would wait for
+ * the client here), then written whole as the client reads, and the
+ * request finished once. */
+static void
+test_whole_answer_handed_off(void **unused)
+{
+	enum { N = 4 << 20 };
+	struct sock_conn *sc = calloc(1, sizeof(*sc));
+	struct reply rp;
+	struct ts_buf b, want;
+	char *got = malloc(N + 1);
+	int peer, handed_off = 0;
+
+	(void)unused;
+	open_conn(sc, &peer, &handed_off);
+	memset(&rp, 0, sizeof(rp));
+	rp.conn = &sc->c;
+	make_answer(&b, N);
+	make_answer(&want, N);
+	assert_int_equal(reply_send(&rp, &b), TS_OK);
+	assert_true(handed_off);
+	assert_int_equal(b.len, 0);             /* taken */
+	ts_buf_free(&b);
+	assert_int_equal(read_all(peer, got, N + 1, 10000), N);
+	assert_memory_equal(got, want.p, N);
+	assert_int_equal(finished_of(sc), 1);
+	close(peer);
+	ts_buf_free(&want);
+	free(got);
+	free(sc);
+}
+
+/* One that the client never reads costs no thread and is ended after
+ * the write-stall time (its connection finished); a small one is
+ * written on the caller's thread, not handed over. */
+static void
+test_whole_answer_stall(void **unused)
+{
+	struct sock_conn *sc = calloc(1, sizeof(*sc));
+	struct sock_conn *small = calloc(1, sizeof(*small));
+	struct reply rp;
+	struct ts_buf b;
+	char got[REPLY_INLINE_MAX + 1];
+	int peer, speer, handed_off = 0, before = thread_count(), i;
+
+	(void)unused;
+	open_conn(sc, &peer, &handed_off);
+	memset(&rp, 0, sizeof(rp));
+	rp.conn = &sc->c;
+	make_answer(&b, 4 << 20);
+	assert_int_equal(reply_send(&rp, &b), TS_OK);
+	assert_true(handed_off);
+	ts_buf_free(&b);
+	assert_int_equal(thread_count(), before);
+	for (i = 0; i < (int)STALL_MS * 10 &&
+	    atomic_load(&sc->finished) == 0; i++) {
+		struct timespec ts = { 0, MS };
+		nanosleep(&ts, NULL);
+	}
+	assert_int_equal(atomic_load(&sc->finished), 1);
+	close(peer);
+	free(sc);
+
+	handed_off = 0;
+	open_conn(small, &speer, &handed_off);
+	rp.conn = &small->c;
+	make_answer(&b, REPLY_INLINE_MAX);
+	assert_int_equal(reply_send(&rp, &b), TS_OK);
+	assert_false(handed_off);
+	ts_buf_free(&b);
+	sc_finish(&small->c);
+	assert_int_equal(read_all(speer, got, sizeof(got), 5000),
+	    REPLY_INLINE_MAX);
+	close(speer);
+	free(small);
+}
+
 int
 main(void)
 {
@@ -688,6 +799,8 @@ main(void)
 		cmocka_unit_test(test_encoder_failure_cause),
 		cmocka_unit_test(test_short_streams_handoff),
 		cmocka_unit_test(test_relay_owns_stop_strings),
+		cmocka_unit_test(test_whole_answer_handed_off),
+		cmocka_unit_test(test_whole_answer_stall),
 	};
 
 	/* the I/O threads run until the process exits, as in main.c */
