@@ -10,8 +10,11 @@ curl jq clang libclang-rt-14-dev valgrind git procps"
 # fronts in tests/integration/scaleout.bats, and prometheus, which
 # scrapes the backends there with etc/prometheus/tokstream-scrape.yml;
 # python3, which runs the README's standard-library Python example in
-# tests/integration/docs.bats. scripts/check installs these too.
-TOKSTREAM_TEST_PACKAGES="chromium haproxy prometheus python3"
+# tests/integration/docs.bats and the clients of accept.bats and
+# tokenize.bats (python3-minimal named too: it owns /usr/bin/python3,
+# which scripts/check-tools asks of every command). scripts/check
+# installs these too.
+TOKSTREAM_TEST_PACKAGES="chromium haproxy prometheus python3 python3-minimal"
 
 # What only the benchmarks need (scripts/bench-*): gnuplot for the PNG
 # plots. tokstream_install_deps bench installs these too.

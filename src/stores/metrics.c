@@ -66,10 +66,10 @@ static const uint64_t token_bounds[] = {
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 const struct metrics_bounds metrics_hist_bounds[METRICS_HIST_COUNT] = {
-	[METRICS_TTFT] = { ttft_bounds, NELEM(ttft_bounds) },
-	[METRICS_ITL] = { itl_bounds, NELEM(itl_bounds) },
-	[METRICS_E2E] = { request_bounds, NELEM(request_bounds) },
-	[METRICS_QUEUE] = { request_bounds, NELEM(request_bounds) },
+	[METRICS_TTFT] = { ttft_bounds, NELEM(ttft_bounds), 0 },
+	[METRICS_ITL] = { itl_bounds, NELEM(itl_bounds), 0 },
+	[METRICS_E2E] = { request_bounds, NELEM(request_bounds), 0 },
+	[METRICS_QUEUE] = { request_bounds, NELEM(request_bounds), 0 },
 };
 
 const struct metrics_bounds metrics_req_bounds[METRICS_REQ_HIST_COUNT] = {
