@@ -24,6 +24,7 @@
 struct conn;
 struct engine_listener;
 struct io;
+struct ts_buf;
 
 struct conn_ops {
 	/* The CGI parameter `name` ("REQUEST_METHOD", "HTTP_HOST", ...),
@@ -64,9 +65,11 @@ struct conn {
 	int head_only;
 	int head_done;           /* head_only: the empty line went out */
 	int shard;               /* the I/O thread to relay it on */
-	struct io *threads;      /* the I/O threads (io_assign), which
-				  * write a large whole answer
-				  * (reply_send); NULL: none */
+	/* The driver of a large whole answer (reply_send): io_answer and
+	 * the I/O threads, set by io_assign; NULL: none (written inline).
+	 * A pointer, so that reply.c needs nothing of io.c. */
+	void (*answer)(struct io *io, struct conn *c, struct ts_buf *b);
+	struct io *threads;
 	void *io;                /* that thread's record of it (io.c) */
 	/* Set to 1 by a driver (io_stream) that took the connection over:
 	 * the accepting thread's own flag, not a field of the connection,

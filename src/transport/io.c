@@ -657,6 +657,7 @@ io_assign(struct io *io, struct conn *c)
 {
 	c->shard = (int)(atomic_fetch_add(&io->next, 1) % (unsigned)io->n);
 	c->threads = io;
+	c->answer = io_answer;
 }
 
 /* Hands ic (conn, relay or out set) to c's thread: the inbox, then a

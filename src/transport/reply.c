@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "transport/conn.h"
-#include "transport/io.h"
 
 enum ts_err
 reply_head_buf(struct reply *rp, struct ts_buf *b, int status,
@@ -241,9 +240,9 @@ reply_send(struct reply *rp, struct ts_buf *b)
 
 	if (c->hup)
 		rc = TS_EHUP;
-	else if (b->len > REPLY_INLINE_MAX && c->threads != NULL &&
+	else if (b->len > REPLY_INLINE_MAX && c->answer != NULL &&
 	    !c->head_only) {
-		io_answer(c->threads, c, b);
+		c->answer(c->threads, c, b);
 		return TS_OK;
 	} else
 		rc = conn_write(c, b->p, b->len);
