@@ -27,8 +27,10 @@ TOKSTREAM_NODE_PACKAGES="nodejs npm"
 
 # Commands that may come from outside Debian's packages, or are installed
 # only by the benchmark that calls them, and the package that stands for
-# them. scripts/check-tools reads this.
-TOKSTREAM_COMMAND_PACKAGES="node:nodejs npm:npm gnuplot:gnuplot-nox"
+# them. scripts/check-tools reads this. python3: a fresh root's is
+# python3-minimal's /usr/bin/python3, but a machine image may put its own
+# first on PATH (CI's pyenv shim failed check-tools on 2026-12-06).
+TOKSTREAM_COMMAND_PACKAGES="node:nodejs npm:npm python3:python3-minimal gnuplot:gnuplot-nox"
 
 # tokstream_install_deps [test|bench]: with "test", TOKSTREAM_TEST_PACKAGES
 # too; with "bench", TOKSTREAM_BENCH_PACKAGES too.
