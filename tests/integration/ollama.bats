@@ -90,6 +90,21 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	[ "$g" -le 6 ]
 }
 
+@test "ollama client: a think stream aborted after 5 thinking parts stops generating (at most 6 tokens, cancelled, client_gone)" {
+	need_node ollama
+	run timeout 60 node "$TS_SRCDIR/tests/node/ollama-client.mjs" "$BASE" abort-think
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ id=([0-9]+)\ parts=5 ]]
+	id=${BASH_REMATCH[1]}
+	wait_not_running "$id"
+	g=$(debug_field "$id" generated)
+	echo "generated $g"
+	[ "$(debug_field "$id" status)" = cancelled ]
+	[ "$(debug_field "$id" cancel_cause)" = client_gone ]
+	[ "$g" -le 6 ]
+}
+
 @test "a chat stream is NDJSON: application/x-ndjson, one object a line, a line per token, the last done with done_reason and the metrics in ns" {
 	d=$BATS_TEST_TMPDIR
 	curl -sS -N -D "$d/h" -o "$d/b" -d "$CHAT"',"options":{"num_predict":7,"seed":5}}' "$BASE/api/chat"
