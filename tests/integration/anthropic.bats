@@ -89,7 +89,7 @@ metric() {
 	[ "$(metric 'tokstream:request_success_total{finished_reason="length"}')" -eq $((len0 + 1)) ]
 }
 
-@test "streamed: message_start, one block's start, deltas and stop, message_delta, message_stop; the deltas joined are the non-streamed text" {
+@test "streamed: message_start, one block's start, deltas and stop, message_delta, message_stop; the deltas joined are the non-streamed text; SSE ids on the deltas and message_stop" {
 	d=$BATS_TEST_TMPDIR
 	[ "$(post /v1/messages "$(msg hello)" "$d/m")" = 200 ]
 	[ "$(post /v1/messages "$(msg hello '{"stream":true}')" "$d/s")" = 200 ]
@@ -110,8 +110,11 @@ metric() {
 		.[1].content_block == {type:"text", text:""} and
 		(.[-2] | .delta.stop_reason == "max_tokens"
 		 and .usage.output_tokens == 32)'
-	# no event ids: a POST is not resumed (as the /v1 streams)
-	! grep -q '^id:' "$d/s" || false
+	# an SSE id on each of the 32 token deltas (the resume points) and on
+	# message_stop, on nothing else (docs/API.md "Resuming an Anthropic
+	# stream")
+	[ "$(grep -c '^id: ' "$d/s")" -eq 33 ]
+	[ "$(grep -A1 '^id: ' "$d/s" | grep '^event: ' | sort | uniq -c | awk '{ print $1, $3 }' | tr '\n' ' ')" = "32 content_block_delta 1 message_stop " ]
 }
 
 @test "ping events keep a silent stream alive before its first block" {
