@@ -6,10 +6,13 @@
 #include "handlers/inject.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "common/rng.h"
+#include "engine/engine.h"
 
 _Static_assert(INJECT_NKINDS <= 32, "a types mask is 32 bits");
 
@@ -445,5 +448,91 @@ inject_error(enum inject_kind k, const struct inject_config *c,
 	default:
 		/* none, timeout, midstream_*: nothing to answer now */
 		return 0;
+	}
+}
+
+int
+inject_request(const struct inject_config *c, const struct inject_ask *a,
+    struct inject_verdict *v)
+{
+	const char *hv = a->header;
+	char msg[200];
+
+	v->kind = INJECT_NONE;
+	v->after = c->after_tokens;
+	v->count_now = 0;
+	v->on_fire = INJECT_NONE;
+	v->silence = INJECT_SPEAKS;
+	v->extra[0] = '\0';
+	if (hv != NULL && hv[0] != '\0') {
+		if (!a->allow_header) {
+			/* off by default: the header would let any client
+			 * make the server fail, or hold a connection silent
+			 * (timeout) */
+			err_set(&v->err, 400, "invalid_request_error",
+			    "failure_header_disabled", "");
+			snprintf(v->err.message, sizeof(v->err.message),
+			    "%s is off on this server: its operator enables "
+			    "it with --allow-failure-header%s", INJECT_HEADER,
+			    a->off_hint != NULL ? a->off_hint : "");
+			return 1;
+		}
+		if (inject_parse_header(hv, strlen(hv), c, &v->kind,
+		    &v->after, msg, sizeof(msg)) != TS_OK) {
+			err_set(&v->err, 400, "invalid_request_error",
+			    "invalid_value", "");
+			snprintf(v->err.message, sizeof(v->err.message), "%s",
+			    msg);
+			return 1;
+		}
+	} else if (a->draws != NULL && c->rate > 0) {
+		v->kind = inject_decide(c, atomic_fetch_add(a->draws, 1));
+	}
+	switch (v->kind) {
+	case INJECT_NONE:
+		return 0;
+	case INJECT_MIDSTREAM_ERROR:
+	case INJECT_MIDSTREAM_CUT:
+		/* an error after K tokens; a cut's end is never sent */
+		v->on_fire = v->kind;
+		if (v->kind == INJECT_MIDSTREAM_CUT)
+			v->silence = INJECT_SILENT_END;
+		return 0;
+	case INJECT_TIMEOUT:
+		v->count_now = 1;
+		v->silence = INJECT_SILENT_ALL;
+		return 0;
+	default:
+		break;
+	}
+	v->count_now = 1;
+	if (!inject_error(v->kind, c, a->backend->context_len(
+	    a->backend->impl), a->prompt_tokens, &v->err))
+		return 0;
+	if (v->kind == INJECT_RATE_LIMIT)
+		snprintf(v->extra, sizeof(v->extra), "Retry-After: %u\r\n",
+		    (unsigned)c->retry_after_s);
+	else if (v->kind == INJECT_INVALID_API_KEY)
+		snprintf(v->extra, sizeof(v->extra),
+		    "WWW-Authenticate: Bearer\r\n");
+	return 1;
+}
+
+void
+inject_arrange(const struct inject_verdict *v, struct engine_request *job)
+{
+	switch (v->kind) {
+	case INJECT_MIDSTREAM_ERROR:
+	case INJECT_MIDSTREAM_CUT:
+		job->error_after = (int32_t)v->after;
+		break;
+	case INJECT_TIMEOUT:
+		job->prefill_ms = 0.0;
+		job->prefill_per_token_ms = 0.0;
+		job->max_tokens = 1;
+		job->error_after = 0;
+		break;
+	default:
+		break;
 	}
 }

@@ -49,6 +49,9 @@
 #include "common/ts.h"
 #include "proto/http.h"
 
+struct engine_backend;
+struct engine_request;
+
 /* The request header that picks a request's failure, and its CGI name as
  * FastCGI passes it (RFC 3875 section 4.1.18). */
 #define INJECT_HEADER "X-Tokstream-Failure"
@@ -232,5 +235,95 @@ enum inject_kind inject_decide(const struct inject_config *c, uint64_t n);
  */
 int inject_error(enum inject_kind k, const struct inject_config *c,
     uint32_t context_len, uint64_t prompt_tokens, struct http_error *err);
+
+/* How long an injected timeout holds its request silent before the
+ * connection closes with no answer, ms (OpenAI's SDKs give up after
+ * 600 s). It holds a connection, not a slot: behind lighttpd a client
+ * that leaves a silent request is not noticed (lighttpd sees a FIN only
+ * when it writes), so the connection stays until then. */
+#define INJECT_TIMEOUT_MS 600000.0
+
+/* What an injected failure keeps from the client; the handlers' relays
+ * act on it (each dialect's *_SPEAKS, *_SILENT_ALL, *_SILENT_END are
+ * these values). */
+enum inject_silence {
+	INJECT_SPEAKS = 0,      /* everything is sent */
+	INJECT_SILENT_ALL = 1,  /* timeout: not a byte, not a keep-alive */
+	INJECT_SILENT_END = 2   /* midstream_cut: no end after the tokens */
+};
+
+/* What a request brings to inject_request. */
+struct inject_ask {
+	const char *header;     /* its X-Tokstream-Failure value, NUL-
+				 * terminated; NULL or "": none */
+	int allow_header;       /* --allow-failure-header: honour it */
+	const char *off_hint;   /* appended to the message of the 400 for
+				 * a header the server does not honour
+				 * (" (...)"); NULL: nothing */
+	_Atomic uint64_t *draws; /* the count of requests drawn for, the
+				 * n of inject_decide (taken and
+				 * incremented once per request that has no
+				 * header, when c->rate > 0); NULL: no
+				 * seeded draw, the header only */
+	const struct engine_backend *backend; /* context_length's L */
+	uint64_t prompt_tokens; /* the request's, as the backend counts */
+};
+
+/* What inject_request decided for one request. */
+struct inject_verdict {
+	enum inject_kind kind;  /* INJECT_NONE: no failure (and for a
+				 * refused header) */
+	uint32_t after;         /* K of the midstream kinds, tokens */
+	int count_now;          /* 1: count kind in the metrics now (the
+				 * HTTP kinds and timeout) */
+	enum inject_kind on_fire; /* a midstream kind, counted when it
+				 * fires (one after the answer's last token
+				 * never does); else INJECT_NONE */
+	enum inject_silence silence; /* what the relay keeps back */
+	struct http_error err;  /* inject_request returned 1: the answer */
+	char extra[64];         /* ... and its extra head lines ("" none;
+				 * each ends in CRLF) */
+};
+
+/*
+ * Decides a request's failure, once per request, after parsing and
+ * auth, before submitting: the one decision of every dialect (/v1,
+ * /v1/messages, Ollama's routes). The header (a->header) when it is not
+ * empty, else, with a->draws and c->rate > 0, inject_decide's draw for
+ * the n taken from *a->draws (atomically; n counts requests drawn for,
+ * from 0).
+ *
+ * Returns 1 when the request is to be answered now with v->err (status,
+ * OpenAI's shape and wording: the dialect may restate it in its own) and
+ * v->extra, and not run:
+ *   - a header the server does not honour (!a->allow_header): 400
+ *     invalid_request_error failure_header_disabled (+ a->off_hint);
+ *   - a header inject_parse_header refuses: 400 invalid_request_error
+ *     invalid_value with its message;
+ *     (for both, v->kind is INJECT_NONE and nothing is counted)
+ *   - an HTTP kind: inject_error's body for it (context_length's L from
+ *     a->backend's context_len and a->prompt_tokens), with
+ *     "Retry-After: N\r\n" (c->retry_after_s) for rate_limit and
+ *     "WWW-Authenticate: Bearer\r\n" for invalid_api_key.
+ * Returns 0 to go on: v->kind INJECT_NONE (nothing to do), timeout (v->
+ * silence INJECT_SILENT_ALL) or a midstream kind (v->after = K; v->
+ * silence INJECT_SILENT_END for midstream_cut); inject_arrange then
+ * fits the engine request to it. v->count_now says whether to count the
+ * kind in tokstream:injected_failures_total{type} now, v->on_fire what to
+ * count if the stream ends by the injected error. No I/O.
+ */
+int inject_request(const struct inject_config *c,
+    const struct inject_ask *a, struct inject_verdict *v);
+
+/*
+ * Fits the engine request to a verdict inject_request went on with:
+ * midstream_error and midstream_cut fail after K tokens (error_after =
+ * v->after, the cut's end then kept back by the relay); a timeout's
+ * sequence ends at once with an error, before a first token (no prefill,
+ * max_tokens 1, error_after 0), so it holds no slot while the relay
+ * holds the connection silent. Other kinds: job untouched.
+ */
+void inject_arrange(const struct inject_verdict *v,
+    struct engine_request *job);
 
 #endif /* TS_HANDLERS_INJECT_H */
