@@ -2,11 +2,11 @@
  * handlers/inject.h - failure injection for gateway testing: which /v1
  * requests fail and how (llm-d-inference-sim's --failure-injection-rate
  * and --failure-types, extended with 503s, timeouts and failures in the
- * middle of a stream). No I/O: the module decides and fills error
- * bodies; the server acts on the decision.
+ * middle of a stream). No I/O: the module decides, fills error bodies
+ * and fits the engine request; the handlers act on the decision.
  *
- * The server asks once per /v1 request, after parsing and auth, before
- * submitting to the engine: the request's X-Tokstream-Failure header
+ * The server asks once per request (inject_request), after parsing and
+ * auth, before submitting to the engine: the request's X-Tokstream-Failure header
  * (inject_parse_header) when it carries one and the server honours it
  * (--allow-failure-header; without it the header is a 400), else the
  * seeded draw of inject_decide for the request's number n. What each
@@ -49,8 +49,9 @@
 #include "common/ts.h"
 #include "proto/http.h"
 
-struct engine_backend;
+struct conn;
 struct engine_request;
+struct server;
 
 /* The request header that picks a request's failure, and its CGI name as
  * FastCGI passes it (RFC 3875 section 4.1.18). */
@@ -252,30 +253,11 @@ enum inject_silence {
 	INJECT_SILENT_END = 2   /* midstream_cut: no end after the tokens */
 };
 
-/* What a request brings to inject_request. */
-struct inject_ask {
-	const char *header;     /* its X-Tokstream-Failure value, NUL-
-				 * terminated; NULL or "": none */
-	int allow_header;       /* --allow-failure-header: honour it */
-	const char *off_hint;   /* appended to the message of the 400 for
-				 * a header the server does not honour
-				 * (" (...)"); NULL: nothing */
-	_Atomic uint64_t *draws; /* the count of requests drawn for, the
-				 * n of inject_decide (taken and
-				 * incremented once per request that has no
-				 * header, when c->rate > 0); NULL: no
-				 * seeded draw, the header only */
-	const struct engine_backend *backend; /* context_length's L */
-	uint64_t prompt_tokens; /* the request's, as the backend counts */
-};
-
 /* What inject_request decided for one request. */
 struct inject_verdict {
 	enum inject_kind kind;  /* INJECT_NONE: no failure (and for a
 				 * refused header) */
 	uint32_t after;         /* K of the midstream kinds, tokens */
-	int count_now;          /* 1: count kind in the metrics now (the
-				 * HTTP kinds and timeout) */
 	enum inject_kind on_fire; /* a midstream kind, counted when it
 				 * fires (one after the answer's last token
 				 * never does); else INJECT_NONE */
@@ -286,44 +268,42 @@ struct inject_verdict {
 };
 
 /*
- * Decides a request's failure, once per request, after parsing and
- * auth, before submitting: the one decision of every dialect (/v1,
- * /v1/messages, Ollama's routes). The header (a->header) when it is not
- * empty, else, with a->draws and c->rate > 0, inject_decide's draw for
- * the n taken from *a->draws (atomically; n counts requests drawn for,
- * from 0).
+ * Decides a request's failure and prepares for it, once per request,
+ * after parsing and auth, before submitting: the one decision of every
+ * dialect (/v1, /v1/messages, Ollama's routes). From the header (c's
+ * X-Tokstream-Failure) when it is not empty, else, when draw is 1 and
+ * --failure-injection-rate > 0, from inject_decide's draw for the n
+ * taken from srv->v1_requests (atomically; n counts the requests drawn
+ * for, from 0, across the dialects that draw).
  *
  * Returns 1 when the request is to be answered now with v->err (status,
  * OpenAI's shape and wording: the dialect may restate it in its own) and
  * v->extra, and not run:
- *   - a header the server does not honour (!a->allow_header): 400
- *     invalid_request_error failure_header_disabled (+ a->off_hint);
+ *   - a header the server does not honour (no --allow-failure-header):
+ *     400 invalid_request_error failure_header_disabled, its message
+ *     followed by off_hint (NULL: nothing);
  *   - a header inject_parse_header refuses: 400 invalid_request_error
  *     invalid_value with its message;
  *     (for both, v->kind is INJECT_NONE and nothing is counted)
- *   - an HTTP kind: inject_error's body for it (context_length's L from
- *     a->backend's context_len and a->prompt_tokens), with
- *     "Retry-After: N\r\n" (c->retry_after_s) for rate_limit and
+ *   - an HTTP kind: inject_error's body for it (context_length's L the
+ *     backend's context_len, P job->prompt_tokens), with
+ *     "Retry-After: N\r\n" (N = retry_after_s) for rate_limit and
  *     "WWW-Authenticate: Bearer\r\n" for invalid_api_key.
- * Returns 0 to go on: v->kind INJECT_NONE (nothing to do), timeout (v->
- * silence INJECT_SILENT_ALL) or a midstream kind (v->after = K; v->
- * silence INJECT_SILENT_END for midstream_cut); inject_arrange then
- * fits the engine request to it. v->count_now says whether to count the
- * kind in tokstream:injected_failures_total{type} now, v->on_fire what to
- * count if the stream ends by the injected error. No I/O.
+ * Returns 0 to go on, job fitted to v->kind: INJECT_NONE (job
+ * untouched); midstream_error and midstream_cut fail after K = v->after
+ * tokens (job->error_after = K; v->silence INJECT_SILENT_END for the
+ * cut, whose end the relay keeps back); a timeout's sequence ends at
+ * once with an error, before a first token (no prefill, max_tokens 1,
+ * error_after 0: no slot is held), v->silence INJECT_SILENT_ALL (the
+ * relay holds the connection silent, relay_hold, for
+ * INJECT_TIMEOUT_MS).
+ *
+ * Counted in tokstream:injected_failures_total{type} here for the HTTP
+ * kinds and timeout; a midstream kind is left in v->on_fire for the
+ * relay to count when it fires. No I/O besides the counter.
  */
-int inject_request(const struct inject_config *c,
-    const struct inject_ask *a, struct inject_verdict *v);
-
-/*
- * Fits the engine request to a verdict inject_request went on with:
- * midstream_error and midstream_cut fail after K tokens (error_after =
- * v->after, the cut's end then kept back by the relay); a timeout's
- * sequence ends at once with an error, before a first token (no prefill,
- * max_tokens 1, error_after 0), so it holds no slot while the relay
- * holds the connection silent. Other kinds: job untouched.
- */
-void inject_arrange(const struct inject_verdict *v,
-    struct engine_request *job);
+int inject_request(struct server *srv, struct conn *c, int draw,
+    const char *off_hint, struct engine_request *job,
+    struct inject_verdict *v);
 
 #endif /* TS_HANDLERS_INJECT_H */

@@ -385,19 +385,9 @@ static int
 msg_inject(struct server *srv, struct reply *rp, struct msg_resp *mr,
     struct engine_request *job)
 {
-	struct inject_ask a = {
-		.header = conn_param(rp->conn, INJECT_HEADER_PARAM),
-		.allow_header = srv->opt->allow_failure_header,
-		.draws = &srv->v1_requests,
-		.backend = srv->backend,
-		.prompt_tokens = job->prompt_tokens,
-	};
 	struct inject_verdict v;
-	int answer = inject_request(&srv->opt->inject, &a, &v);
 
-	if (v.count_now)
-		metrics_injected(srv->metrics, (int)v.kind);
-	if (answer) {
+	if (inject_request(srv, rp->conn, 1, NULL, job, &v)) {
 		if (v.kind == INJECT_OVERLOADED) {
 			v.err.status = 529;
 			snprintf(v.err.message, sizeof(v.err.message),
@@ -413,7 +403,6 @@ msg_inject(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	}
 	mr->injected = v.on_fire;
 	mr->silent = (enum msg_silent)v.silence;
-	inject_arrange(&v, job);
 	return 0;
 }
 

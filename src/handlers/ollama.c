@@ -345,7 +345,7 @@ static const struct relay_ops oll_answer_ops = {
  * X-Tokstream-Failure header, honoured with --allow-failure-header as on
  * /v1 (the seeded --failure-injection-rate draws only for /v1): an HTTP
  * failure, or a header refused, is answered in Ollama's shape (returns
- * 1); the others adjust the job (inject_arrange; a timeout's again at
+ * 1); the others adjust the job (inject_request; a timeout's again at
  * the end of oll_plan, which sets its latency) and the relay's silence
  * (a timeout's connection held silent for INJECT_TIMEOUT_MS). Returns 0
  * to go on.
@@ -354,24 +354,14 @@ static int
 oll_inject(struct server *srv, struct reply *rp, struct oll_resp *ol,
     struct engine_request *job)
 {
-	struct inject_ask a = {
-		.header = conn_param(rp->conn, INJECT_HEADER_PARAM),
-		.allow_header = srv->opt->allow_failure_header,
-		.backend = srv->backend,
-		.prompt_tokens = job->prompt_tokens,
-	};
 	struct inject_verdict v;
-	int answer = inject_request(&srv->opt->inject, &a, &v);
 
-	if (v.count_now)
-		metrics_injected(srv->metrics, (int)v.kind);
-	if (answer) {
+	if (inject_request(srv, rp->conn, 0, NULL, job, &v)) {
 		ollama_fail(rp, &v.err, v.extra[0] != '\0' ? v.extra : NULL);
 		return 1;
 	}
 	ol->injected = v.on_fire;
 	ol->silent = v.silence;
-	inject_arrange(&v, job);
 	return 0;
 }
 

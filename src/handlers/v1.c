@@ -709,28 +709,17 @@ v1_choice_seed(uint64_t base, uint32_t k)
  * Failure injection (handlers/inject.h, inject_request): the request's
  * X-Tokstream-Failure header, else the seeded draw for this process's
  * n-th /v1 request. Answers an HTTP failure, or a header refused,
- * itself (returns 1; err is its storage); for the others adjusts the
- * job (inject_arrange) and the relay's silence and returns 0. Counted in
- * tokstream:injected_failures_total{type}.
+ * itself (returns 1; err is its storage); for the others the job is
+ * fitted to the failure, and the relay's silence set, and it returns 0.
  */
 static int
 v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
     struct engine_request *job, struct http_error *err)
 {
-	struct inject_ask a = {
-		.header = conn_param(rp->conn, INJECT_HEADER_PARAM),
-		.allow_header = srv->opt->allow_failure_header,
-		.off_hint = " (--failure-injection-rate needs no header)",
-		.draws = &srv->v1_requests,
-		.backend = srv->backend,
-		.prompt_tokens = job->prompt_tokens,
-	};
 	struct inject_verdict v;
-	int answer = inject_request(&srv->opt->inject, &a, &v);
 
-	if (v.count_now)
-		metrics_injected(srv->metrics, (int)v.kind);
-	if (answer) {
+	if (inject_request(srv, rp->conn, 1, " (--failure-injection-rate "
+	    "needs no header)", job, &v)) {
 		*err = v.err;
 		if (v.kind == INJECT_CONTEXT_LENGTH &&
 		    vr->req.kind != OPENAI_CHAT)
@@ -741,7 +730,6 @@ v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
 	}
 	vr->injected = v.on_fire;
 	vr->silent = (enum v1_silent)v.silence;
-	inject_arrange(&v, job);
 	return 0;
 }
 
