@@ -324,7 +324,7 @@ anthropic_encode_block_stop(struct ts_buf *b, uint32_t index)
 enum ts_err
 anthropic_encode_end(struct ts_buf *b, enum anthropic_stop stop,
     const char *stop_seq, size_t stop_seq_len,
-    const struct anthropic_usage *u)
+    const struct anthropic_usage *u, const char *stop_id)
 {
 	struct jw w;
 
@@ -333,7 +333,15 @@ anthropic_encode_end(struct ts_buf *b, enum anthropic_stop stop,
 	jw_stop(&w, stop, stop_seq, stop_seq_len);
 	JW(&w, "},\"usage\":");
 	jw_usage(&w, u, u->output_tokens, 1);
-	JW(&w, "}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}");
+	JW(&w, "}\n\n");
+	if (stop_id != NULL) {
+		if (strpbrk(stop_id, "\r\n") != NULL)
+			w.rc = TS_EINVAL;
+		JW(&w, "id: ");
+		jw_raw(&w, stop_id, strlen(stop_id));
+		JW(&w, "\n");
+	}
+	JW(&w, "event: message_stop\ndata: {\"type\":\"message_stop\"}");
 	return ev_end(&w);
 }
 

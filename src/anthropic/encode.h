@@ -128,10 +128,11 @@ enum ts_err anthropic_encode_block_stop(struct ts_buf *b, uint32_t index);
 
 /* event message_delta {stop_reason, stop_sequence, stop_details null,
  * container null} with usage (MessageDeltaUsage: the cumulative counts),
- * then event message_stop. */
+ * then event message_stop, with the SSE id line "id: STOP_ID" when
+ * stop_id is not NULL (it holds no CR or LF: proto/resume.h's ids). */
 enum ts_err anthropic_encode_end(struct ts_buf *b, enum anthropic_stop stop,
     const char *stop_seq, size_t stop_seq_len,
-    const struct anthropic_usage *u);
+    const struct anthropic_usage *u, const char *stop_id);
 
 /* event ping {"type":"ping"}: the stream's keep-alive. */
 enum ts_err anthropic_encode_ping(struct ts_buf *b);

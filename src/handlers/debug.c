@@ -372,7 +372,7 @@ debug_render_instance(struct server *srv, const struct metrics_dialect *d,
 
 	if (srv->opt->instance_name == NULL)
 		return TS_OK;
-	/* in vLLM's dialect every series carries model_name */
+	/* every series carries model_name (as vLLM's) */
 	model[0] = '\0';
 	if (d->model_name != NULL && metrics_label(model, sizeof(model) - 1,
 	    "model_name", d->model_name) > 0)
@@ -405,8 +405,8 @@ debug_metrics(struct server *srv, struct reply *rp)
 	}
 	if (debug_check_instance(srv, rp) != 0)
 		return;
-	/* --metrics-prefix: tokstream's names, or vLLM's (model_name the
-	 * served model's first name, as vLLM's --served-model-name) */
+	/* --metrics-prefix: tokstream's names, or vLLM's; model_name the
+	 * served model's first name, as vLLM's --served-model-name */
 	metrics_dialect_of(&d, srv->opt->metrics_prefix,
 	    server_model_name(srv));
 	ts_buf_init(&b, 1u << 20);

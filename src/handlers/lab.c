@@ -16,6 +16,7 @@
 #include "transport/relay.h"
 #include "transport/reply.h"
 #include "proto/resume.h"
+#include "handlers/resume.h"
 #include "handlers/server.h"
 #include "proto/sse.h"
 #include "stores/state.h"
@@ -128,82 +129,27 @@ static const struct relay_ops stream_ops = {
 /*
  * Decides where a GET /stream starts (docs/API.md "Resuming a stream"):
  * from the Last-Event-ID header (EventSource sends it when it reconnects)
- * or, without one, the last_event_id parameter. Returns 0 to stream from
- * *start, 204 when the stream had already ended (nothing is generated
- * again), or 400 with *err filled for an id that is malformed, belongs to
- * other parameters, or names a token this request could never send.
- * *from is the stream resumed, when the state file confirms it (a stream
- * with the same key); 0 otherwise. An id another instance sent (a stream
- * cut when its backend died, resumed here: docs/OPERATIONS.md "Several
- * hosts") cannot be checked here: *from is its stream and *from_inst its
- * instance (else 0), the link that instance's record answers at a front.
+ * or, without one, the last_event_id parameter; resume_decide (resume.h)
+ * says what the id means. Returns 0, 204 or 400 as it does.
  */
 static int
 stream_start(struct server *srv, struct conn *c,
-    const struct http_gen_request *r, uint64_t key, uint32_t *start,
-    uint64_t *from, uint64_t *from_inst, struct http_error *err)
+    const struct http_gen_request *r, uint64_t key, struct resume_start *rs,
+    struct http_error *err)
 {
 	const char *hdr = c->ops->param(c, "HTTP_LAST_EVENT_ID");
 	const char *s = hdr;
 	size_t len = hdr ? strlen(hdr) : 0;
-	uint64_t last;
-	struct resume_id id;
-	struct state_record rec;
-	const char *why;
-	int32_t after = r->knobs.error_after;
 
-	*start = 0;
-	*from = 0;
-	*from_inst = 0;
 	/* The header wins: EventSource keeps a URL's last_event_id and
 	 * sends the newer id in the header on every reconnect. */
 	if (len == 0 && r->last_event_id != NULL) {
 		s = r->last_event_id;
 		len = r->last_event_id_len;
 	}
-	if (len == 0)
-		return 0;       /* an empty Last-Event-ID resumes nothing */
-	if (resume_id_parse(s, len, &id, &why) != TS_OK) {
-		http_error_set(err, 400, "invalid_request_error",
-		    "invalid_last_event_id", "the last event id is not a "
-		    "tokstream event id: %s", why);
-		return 400;
-	}
-	if (id.key != key) {
-		http_error_set(err, 400, "invalid_request_error",
-		    "foreign_last_event_id", "the last event id belongs to a "
-		    "stream with other parameters (prompt, max_tokens or "
-		    "error_after); resume with the same request");
-		return 400;
-	}
-	if (id.index == RESUME_INDEX_END)
-		return 204;
-	/* The last index this request can send: max_tokens - 1, or the
-	 * one before an injected error. */
-	last = r->max_tokens == 0 ? 0 : r->max_tokens - 1u;
-	if (after >= 0 && (uint64_t)after <= last)
-		last = after == 0 ? 0 : (uint64_t)after - 1;
-	if (r->max_tokens == 0 || after == 0 || id.index > last) {
-		http_error_set(err, 400, "invalid_request_error",
-		    "invalid_last_event_id", "the last event id names token "
-		    "%llu, which this request never sends",
-		    (unsigned long long)id.index);
-		return 400;
-	}
-	if (id.index + 1 >= r->max_tokens)
-		return 204;
-	*start = (uint32_t)(id.index + 1);
-	if (id.instance != srv->opt->instance) {
-		if (id.instance != 0) {      /* an unnamed server's: no link */
-			*from = id.stream;
-			*from_inst = id.instance;
-		}
-		return 0;
-	}
-	if (state_lookup(srv->state, id.stream, &rec) == TS_OK &&
-	    rec.kind == STATE_KIND_STREAM && rec.key == key)
-		*from = id.stream;
-	return 0;
+	return resume_decide(srv, s, len, key, r->max_tokens,
+	    r->knobs.error_after, "prompt, max_tokens or error_after", rs,
+	    err);
 }
 
 /*
@@ -254,8 +200,7 @@ lab_stream(struct server *srv, struct reply *rp)
 	struct engine_seq *s = NULL;
 	const char *qs = conn_param(c, "QUERY_STRING");
 	struct ts_buf b;
-	uint32_t start;
-	uint64_t from, from_inst;
+	struct resume_start rs;
 	int rc;
 
 	lr->reply = *rp;
@@ -269,8 +214,7 @@ lab_stream(struct server *srv, struct reply *rp)
 	    lr->req.max_tokens, lr->req.knobs.error_after);
 	lr->eid.instance = srv->opt->instance;
 	lr->retry_ms = srv->opt->retry_ms;
-	rc = stream_start(srv, c, &lr->req, lr->eid.key, &start, &from,
-	    &from_inst, &err);
+	rc = stream_start(srv, c, &lr->req, lr->eid.key, &rs, &err);
 	if (rc == 400) {
 		reply_error(rp, &err, NULL, 0);
 		goto fail;
@@ -280,7 +224,7 @@ lab_stream(struct server *srv, struct reply *rp)
 		reply_head(rp, 204, NULL, 0, NULL);
 		goto fail;
 	}
-	if (lab_request(srv, &job, &rec, &lr->req, rp->t0, start, &err)) {
+	if (lab_request(srv, &job, &rec, &lr->req, rp->t0, rs.start, &err)) {
 		reply_error(rp, &err, NULL, 0);
 		goto fail;
 	}
@@ -291,8 +235,8 @@ lab_stream(struct server *srv, struct reply *rp)
 		    "no-cache\r\nX-Accel-Buffering: no\r\n");
 		goto fail;
 	}
-	rec.resumed_from = from;
-	rec.from_instance = from_inst;
+	rec.resumed_from = rs.from;
+	rec.from_instance = rs.from_inst;
 	rec.key = lr->eid.key;
 	if (submit(srv, &job, &rec, c, &s, &err) != TS_OK) {
 		reply_error(rp, &err, "Retry-After: 1\r\n", 0);
@@ -311,7 +255,7 @@ lab_stream(struct server *srv, struct reply *rp)
 	}
 	ts_buf_free(&b);
 	env = server_relay_env(srv);
-	relay_init(&lr->relay, &env, &lr->reply, s, start, NULL, NULL, 0,
+	relay_init(&lr->relay, &env, &lr->reply, s, rs.start, NULL, NULL, 0,
 	    &stream_ops, lr);
 	server_stream(srv, c, &lr->relay);
 	return;

@@ -11,6 +11,14 @@
  * Thinking (text/think.h): the first think_tokens(budget_tokens,
  * max_tokens) tokens of the sequence are a thinking block, the rest the
  * text block; the sampling's min_tokens keeps EOS out of the thinking.
+ *
+ * Resume (docs/API.md "Resuming an Anthropic stream"): a delta event
+ * after which the detokenizer holds nothing carries the SSE id of its
+ * token (proto/resume.h; the key is the request body's), message_stop the
+ * "end" id; the same body POSTed again with Last-Event-ID streams what
+ * follows that token, with no message_start. Where a block starts
+ * follows from the token's index alone, so the resumed stream's events
+ * are the original's.
  */
 #include "handlers/messages.h"
 
@@ -24,9 +32,11 @@
 #include "anthropic/plan.h"
 #include "common/rng.h"
 #include "handlers/inject.h"
+#include "handlers/resume.h"
 #include "handlers/server.h"
 #include "handlers/submit.h"
 #include "openai/cost.h"
+#include "proto/resume.h"
 #include "proto/sse.h"
 #include "stores/metrics.h"
 #include "text/think.h"
@@ -67,6 +77,9 @@ struct msg_resp {
 	int32_t error_after;
 	enum msg_silent silent;
 	int injected;                 /* a mid-stream failure to count */
+	uint64_t seed;                /* rng_seed_of the rendered prompt */
+	uint32_t start;               /* a resumed stream's first token */
+	struct resume_id eid;         /* stream: the id of a delta event */
 };
 
 static void
@@ -127,6 +140,21 @@ msg_block(const struct msg_resp *mr, enum anthropic_block_kind k,
 	b->name = mr->plan.tool_use ? mr->req.tools[mr->plan.tool].name : "";
 }
 
+/* The thinking block's signature into sig (65 bytes): a hash of what
+ * makes its text (the rendered prompt's seed, the sampling, the number of
+ * thinking tokens), so that a resumed stream, which never saw the first
+ * thinking tokens, signs as the whole stream and the Message do. */
+static void
+msg_signature(const struct msg_resp *mr, char *sig)
+{
+	char d[96];
+	int n = snprintf(d, sizeof(d), "%016llx %.17g %.17g %u",
+	    (unsigned long long)mr->seed, mr->req.temperature, mr->req.top_p,
+	    mr->think);
+
+	anthropic_signature(d, n > 0 ? (size_t)n : 0, sig);
+}
+
 /* Closes the open block: a thinking block's signature_delta, then its
  * content_block_stop. */
 static enum ts_err
@@ -138,8 +166,7 @@ msg_close(struct msg_resp *mr, struct ts_buf *out)
 	if (mr->cur == MSG_NO_BLOCK)
 		return TS_OK;
 	if (mr->cur == ANTHROPIC_BLOCK_THINKING) {
-		anthropic_signature(mr->thinking.p ? mr->thinking.p : "",
-		    mr->thinking.len, sig);
+		msg_signature(mr, sig);
 		rc = anthropic_encode_signature(out, mr->nblocks - 1, sig);
 	}
 	if (rc == TS_OK)
@@ -166,7 +193,9 @@ msg_open(struct msg_resp *mr, struct ts_buf *out, enum anthropic_block_kind k)
 	return rc;
 }
 
-/* A stream's token: the block it opens, if any, and its delta. */
+/* A stream's token: the block it opens, if any, and its delta, with the
+ * token's SSE id when the detokenizer holds nothing after it (a point
+ * the stream can resume from: text/release.h). */
 static enum ts_err
 msg_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
     const char *text, size_t len, int *event)
@@ -175,14 +204,17 @@ msg_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 	enum anthropic_block_kind k = msg_kind(mr, index);
 	size_t mark = out->len;
 	enum ts_err rc = TS_OK;
+	char id[RESUME_ID_MAX + 1];
 
 	if (len == 0 || mr->silent == MSG_SILENT_ALL)
 		return TS_OK;
-	if (k == ANTHROPIC_BLOCK_THINKING &&
-	    ts_buf_append(&mr->thinking, text, len) != TS_OK)
-		return TS_ELIMIT;
 	if (mr->cur != (int)k)
 		rc = msg_open(mr, out, k);
+	if (rc == TS_OK && release_at_boundary(&r->ch[0].rel)) {
+		mr->eid.index = index;
+		rc = sse_encode_id(out, id, resume_id_format(id, sizeof(id),
+		    &mr->eid));
+	}
 	if (rc == TS_OK)
 		rc = anthropic_encode_delta(out, mr->nblocks - 1, k, text, len);
 	if (rc != TS_OK) {
@@ -238,9 +270,10 @@ msg_usage(struct msg_resp *mr, const struct engine_view *v,
 	mr->usage.input_tokens = (uint32_t)prompt_tokens - cached;
 	mr->usage.cache_read_input_tokens = cached;
 	mr->usage.cache_creation_input_tokens = 0;
-	mr->usage.output_tokens = v->generated;
-	mr->usage.thinking_tokens = v->generated < mr->think ? v->generated :
-	    mr->think;
+	/* a resumed stream's count includes the tokens sent before */
+	mr->usage.output_tokens = mr->start + v->generated;
+	mr->usage.thinking_tokens = mr->usage.output_tokens < mr->think ?
+	    mr->usage.output_tokens : mr->think;
 }
 
 static enum ts_err
@@ -253,6 +286,7 @@ msg_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	const char *seq;
 	enum anthropic_stop stop;
 	enum ts_err rc;
+	char id[RESUME_ID_MAX + 1];
 
 	msg_usage(mr, v, mr->prompt_tokens);
 	msg_fired(r, f);
@@ -268,8 +302,11 @@ msg_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		rc = TS_OK;
 	if (rc == TS_OK)
 		rc = msg_close(mr, out);
+	mr->eid.index = RESUME_INDEX_END;
+	if (rc == TS_OK && resume_id_format(id, sizeof(id), &mr->eid) == 0)
+		rc = TS_ELIMIT;
 	if (rc == TS_OK)
-		rc = anthropic_encode_end(out, stop, seq, len, &mr->usage);
+		rc = anthropic_encode_end(out, stop, seq, len, &mr->usage, id);
 	if (rc != TS_OK)
 		out->len = mark;
 	return rc;
@@ -331,7 +368,7 @@ msg_answer_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 		msg_block(mr, ANTHROPIC_BLOCK_THINKING, &blocks[n]);
 		blocks[n].text = mr->thinking.p;
 		blocks[n].len = mr->thinking.len;
-		anthropic_signature(mr->thinking.p, mr->thinking.len, sig);
+		msg_signature(mr, sig);
 		blocks[n++].signature = sig;
 	}
 	if (mr->text.len > 0 || mr->plan.tool_use || n == 0) {
@@ -440,6 +477,56 @@ msg_bounded(struct server *srv, const struct anthropic_request *req,
 	return 1;
 }
 
+/*
+ * A stream's resume (docs/API.md "Resuming an Anthropic stream"): its
+ * events' id key, from the body's hash, max_tokens and the injected
+ * error's token; with a Last-Event-ID header (resume.h decides), the
+ * first token to send and the record's link. Returns 0, or 1 when
+ * answered (400 for an id that is not this request's, 204 when the
+ * stream had ended).
+ */
+static int
+msg_resume(struct server *srv, struct reply *rp, struct msg_resp *mr,
+    struct msg_job *mj, uint64_t body_hash, struct http_error *err)
+{
+	struct engine_request *job = &mj->job;
+	const char *h = conn_param(rp->conn, "HTTP_LAST_EVENT_ID");
+	struct resume_start rs;
+	char hb[8];
+	int i, st;
+
+	if (!mr->req.stream || mr->silent == MSG_SILENT_ALL)
+		return 0;       /* no events, no ids */
+	for (i = 0; i < 8; i++)
+		hb[i] = (char)(body_hash >> (8 * i));
+	mr->eid.key = resume_key(hb, sizeof(hb), mr->req.max_tokens,
+	    job->error_after);
+	mr->eid.instance = srv->opt->instance;
+	mj->rec.key = mr->eid.key;
+	st = resume_decide(srv, h, h != NULL ? strlen(h) : 0, mr->eid.key,
+	    job->max_tokens, job->error_after, "the request body or an "
+	    "injected failure", &rs, err);
+	if (st == 400) {
+		messages_fail(rp, err, NULL);
+		return 1;
+	}
+	if (st == 204) {
+		/* EventSource stops reconnecting on 204 (WHATWG 9.2.3) */
+		reply_head(rp, 204, NULL, 0, NULL);
+		return 1;
+	}
+	if (rs.start > 0 && submit_count_prompt(srv, job, rs.start, err)) {
+		messages_fail(rp, err, NULL);
+		return 1;
+	}
+	mr->start = rs.start;
+	job->start_index = rs.start;
+	mj->rec.resume_index = rs.start;
+	mj->rec.resumed_from = rs.from;
+	mj->rec.from_instance = rs.from_inst;
+	return 0;
+}
+
 /* Renders, counts, injects, plans and fills the engine request. Returns
  * 0, or 1 when answered. */
 static int
@@ -452,7 +539,7 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	struct ts_buf body;
 	const char *const *models;
 	size_t n_models = server_model_names(srv, &models), i;
-	uint64_t seed;
+	uint64_t seed, body_hash;
 	enum ts_err rc;
 
 	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
@@ -460,6 +547,9 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	if (rc == TS_OK)
 		rc = anthropic_parse_request(body.p ? body.p : "", body.len, 0,
 		    models, n_models, &mr->req, &err);
+	/* a resumed stream's request is the same body (its events' ids
+	 * carry this in their key) */
+	body_hash = rng_fnv1a(RNG_FNV1A_INIT, body.p ? body.p : "", body.len);
 	ts_buf_free(&body);
 	if (rc != TS_OK || msg_bounded(srv, &mr->req, &err))
 		goto refuse;
@@ -479,6 +569,7 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	if (msg_inject(srv, rp, mr, job) != 0)
 		return 1;
 	seed = rng_seed_of(job->prompt, job->prompt_len);
+	mr->seed = seed;
 	if (anthropic_plan_make(&mr->req, seed, (size_t)mr->req.max_tokens *
 	    srv->backend->max_token_bytes, &mr->plan, &err) != TS_OK)
 		goto refuse;
@@ -493,18 +584,21 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	/* the engine request (v1.c v1_fill) */
 	if (mr->req.max_tokens < job->max_tokens || job->max_tokens == 0)
 		job->max_tokens = mr->req.max_tokens;
+	if (job->error_after < 0)
+		job->error_after = kn->error_after;
+	mr->error_after = job->error_after;
+	if (msg_resume(srv, rp, mr, mj, body_hash, &err) != 0)
+		return 1;
 	if (job->prefill_ms < 0) {
+		/* a resumed stream recomputes the tokens sent before */
 		job->prefill_ms = kn->prefill_ms >= 0 ?
 		    (double)kn->prefill_ms :
 		    engine_prefill_ms(&srv->opt->engine.lat,
-		    job->prompt_tokens);
+		    job->prompt_tokens + mr->start);
 		job->prefill_per_token_ms = kn->prefill_ms >= 0 ? 0.0 :
 		    srv->opt->engine.lat.prefill_per_token_ms;
 	}
 	job->tpot_ms = kn->tpot_ms >= 0 ? (double)kn->tpot_ms : -1.0;
-	if (job->error_after < 0)
-		job->error_after = kn->error_after;
-	mr->error_after = job->error_after;
 	job->t0_ns = rp->t0;
 	mj->rec.kind = mr->req.stream ? STATE_KIND_STREAM :
 	    STATE_KIND_GENERATE;
@@ -562,6 +656,15 @@ msg_start(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	mr->prompt_tokens = mj->job.prompt_tokens;
 	mr->usage.input_tokens = (uint32_t)mj->job.prompt_tokens;
 	mr->cur = MSG_NO_BLOCK;
+	mr->eid.stream = engine_seq_id(s);
+	if (mr->start > 0) {
+		/* resumed: the block token start - 1 was in is open (it had
+		 * an id, so a delta), and message_start went out before */
+		enum anthropic_block_kind k = msg_kind(mr, mr->start - 1);
+
+		mr->cur = (int)k;
+		mr->nblocks = k == ANTHROPIC_BLOCK_TEXT && mr->think > 0 ? 2 : 1;
+	}
 	if (mr->req.stream && mr->silent != MSG_SILENT_ALL) {
 		enum ts_err rc;
 
@@ -569,7 +672,7 @@ msg_start(struct server *srv, struct reply *rp, struct msg_resp *mr,
 		rc = reply_head_buf(&mr->reply, &b, 200, SSE_CONTENT_TYPE,
 		    engine_seq_id(s), "Cache-Control: no-cache\r\n"
 		    "X-Accel-Buffering: no\r\n");
-		if (rc == TS_OK)
+		if (rc == TS_OK && mr->start == 0)
 			rc = anthropic_encode_message_start(&b, &mr->meta,
 			    &mr->usage);
 		if (rc == TS_OK)
@@ -579,8 +682,8 @@ msg_start(struct server *srv, struct reply *rp, struct msg_resp *mr,
 			return 1;
 	}
 	env = server_relay_env(srv);
-	relay_init(&mr->relay, &env, &mr->reply, s, 0, mj->stop, mj->stop_len,
-	    mj->job.nstop, mr->silent == MSG_SILENT_ALL ? &msg_silent_ops :
+	relay_init(&mr->relay, &env, &mr->reply, s, mr->start, mj->stop,
+	    mj->stop_len, mj->job.nstop, mr->silent == MSG_SILENT_ALL ? &msg_silent_ops :
 	    mr->req.stream ? &msg_stream_ops : &msg_answer_ops, mr);
 	if (mr->silent == MSG_SILENT_ALL)
 		relay_hold(&mr->relay, rp->t0 +

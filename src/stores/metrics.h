@@ -7,10 +7,11 @@
  * fetch-adds; rendering reads a snapshot of each word.
  *
  * Names follow vLLM's (vllm:time_to_first_token_seconds, ...) with the
- * prefix "tokstream:", and so do the bucket bounds. Rendered in vLLM's
- * dialect (metrics_render_dialect, --metrics-prefix vllm) the names are
- * vLLM's exactly, every series carries vLLM's model_name label, and the
- * request-level histograms vLLM's dashboard reads are added.
+ * prefix "tokstream:", and so do the bucket bounds; every series carries
+ * vLLM's model_name label. Rendered in vLLM's dialect
+ * (metrics_render_dialect, --metrics-prefix vllm) the names are vLLM's
+ * exactly, and the request-level histograms vLLM's dashboard reads are
+ * added.
  *
  * File format (version 4, host byte order): DIR/metrics, 9216 bytes.
  *   header, 64 bytes: magic "TOKMETR1" (8), version u32, header_size u32
@@ -239,7 +240,8 @@ void metrics_gauge_add(struct metrics *m, enum metrics_gauge g,
  * the number of live slots. Returns TS_OK, TS_ELIMIT when out's size
  * limit is reached (out is then as it was), TS_EINVAL if m is NULL.
  * About 8 KiB. (metrics_prom.c; the rest of this header is metrics.c.)
- * The "tokstream" dialect of metrics_render_dialect, byte for byte.
+ * The "tokstream" dialect of metrics_render_dialect without a model
+ * name, byte for byte.
  */
 enum ts_err metrics_render(const struct metrics *m, struct ts_buf *out);
 
@@ -254,9 +256,10 @@ struct metrics_dialect {
 				  * (enum metrics_req_hist) */
 };
 
-/* The dialect --metrics-prefix PREFIX names: "tokstream" (the default:
- * metrics_render's output) or "vllm" (vLLM's names, model_name on every
- * series, the request-level histograms). */
+/* The dialect --metrics-prefix PREFIX names: "tokstream" (the default)
+ * or "vllm" (vLLM's names and the request-level histograms). In both,
+ * every series carries model_name="MODEL_NAME" as vLLM's do (vLLM's
+ * Grafana dashboard filters every panel on it); NULL: no label. */
 void metrics_dialect_of(struct metrics_dialect *d, const char *prefix,
     const char *model_name);
 

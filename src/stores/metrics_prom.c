@@ -305,7 +305,7 @@ metrics_dialect_of(struct metrics_dialect *d, const char *prefix,
 	int vllm = prefix != NULL && strcmp(prefix, "vllm") == 0;
 
 	d->prefix = vllm ? "vllm" : "tokstream";
-	d->model_name = vllm ? model_name : NULL;
+	d->model_name = model_name;     /* both dialects, as vLLM's */
 	d->request_hists = vllm;
 }
 

@@ -115,6 +115,13 @@ release_text(struct release *r, const char *p, size_t len,
 	return rc;
 }
 
+int
+release_at_boundary(const struct release *r)
+{
+	return !r->finished && r->stop.matched == 0 && r->len == r->off &&
+	    r->utf8.seen == 0;
+}
+
 void
 release_finish(struct release *r, struct release_chunk *out)
 {

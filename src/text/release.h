@@ -97,4 +97,13 @@ enum ts_err release_text(struct release *r, const char *p, size_t len,
  */
 void release_finish(struct release *r, struct release_chunk *out);
 
+/*
+ * 1 when every byte fed so far has been released (the stop matcher holds
+ * nothing, no character is incomplete), no stop string matched and
+ * release_finish was not called; else 0. At such a point a new releaser
+ * fed the following tokens releases exactly what r would: the points
+ * where a stream can resume (handlers/messages.c's SSE ids).
+ */
+int release_at_boundary(const struct release *r);
+
 #endif /* TS_TEXT_RELEASE_H */

@@ -57,7 +57,7 @@ types() {
 
 # metric NAME: a sample's value from /metrics (NAME with its labels)
 metric() {
-	curl -s "$BASE/metrics" | awk -v n="$1" '$1 == n { print $2 }'
+	curl -s "$BASE/metrics" | unlabel_model | awk -v n="$1" '$1 == n { print $2 }'
 }
 
 @test "a non-streamed message: Anthropic's Message object, stop_reason max_tokens, usage, counted in /metrics" {
@@ -209,7 +209,7 @@ metric() {
 	[ "$(events "$d/s" | jq -s '[.[] | select(.type ==
 		"content_block_delta")] | length')" -eq 3 ]
 	! types "$d/s" | grep -qx message_stop || false
-	curl -s "$BASE/metrics" | grep -q 'tokstream:injected_failures_total{type="overloaded"} [1-9]'
+	curl -s "$BASE/metrics" | unlabel_model | grep -q 'tokstream:injected_failures_total{type="overloaded"} [1-9]'
 }
 
 @test "a full queue is a 429 rate_limit_error with Retry-After, stream and not (--max-num-seqs 1 --max-waiting 0)" {
@@ -350,6 +350,59 @@ metric() {
 	# into a tool
 	[ "$(post /v1/messages "$(msg hi '{"thinking":{"type":"enabled","budget_tokens":32}}')" "$d/e")" = 400 ]
 	jq -e '.error.message | test("budget_tokens")' "$d/e"
+}
+
+@test "resume: a stream whose client left after 5 deltas, POSTed again with its last SSE id as Last-Event-ID, goes on with exactly the events that followed; /_debug links the two" {
+	d=$BATS_TEST_TMPDIR
+	body=$(msg "tell me a story" '{"stream":true,"max_tokens":24,"tpot_ms":40,"thinking":{"type":"enabled","budget_tokens":8}}')
+	# the whole stream, for comparison
+	[ "$(post /v1/messages "$body" "$d/whole")" = 200 ]
+	# ids on the token deltas and on message_stop only, never on
+	# message_start, block starts and stops or the signature
+	awk '/^id: / { getline; print }' "$d/whole" | sort | uniq -c
+	[ -z "$(awk '/^id: / { getline; print }' "$d/whole" | grep -v -e '^event: content_block_delta$' -e '^event: message_stop$')" ]
+	grep -B2 '"signature_delta"' "$d/whole" | grep -q '^id: ' && false
+	sed -n 's/^id: //p' "$d/whole" | tail -n 1 | grep -Eq -- '-[0-9a-f]{16}-end$'
+	# a client that leaves after 5 deltas with ids (its connection cut)
+	curl -sS -N -D "$d/cut.h" -o "$d/cut" -H 'content-type: application/json' \
+		-H "x-api-key: $KEY" --data-binary "$body" "$BASE/v1/messages" &
+	BG_PID=$!
+	for i in $(seq 1 500); do
+		[ "$(grep -c '^id: ' "$d/cut" 2>/dev/null)" -ge 5 ] && break
+		sleep 0.02
+	done
+	kill "$BG_PID"
+	wait "$BG_PID" || true
+	BG_PID=
+	last=$(sed -n 's/^id: //p' "$d/cut" | tail -n 1)
+	echo "last id $last"
+	[ -n "$last" ]
+	! grep -q message_stop "$d/cut" || false
+	cut_id=$(header_of "$d/cut.h" X-Request-Id)
+	# resumed: no message_start, the events after the last id
+	[ "$(post /v1/messages "$body" "$d/rest" -H "Last-Event-ID: $last")" = 200 ]
+	! grep -q '^event: message_start' "$d/rest" || false
+	# what the client holds (the cut stream up to its last id's event)
+	# and the rest are the whole stream's events (its message_start's
+	# message id and each usage's cache split aside)
+	view='select(.type != "ping" and .type != "message_start") | del(.usage)'
+	{ awk -v id="$last" '{ print } $0 == "id: " id { getline; print; getline; print; exit }' "$d/cut"
+	  cat "$d/rest"; } | sed -n 's/^data: //p' | jq -c "$view" >"$d/joined"
+	events "$d/whole" | jq -c "$view" >"$d/want"
+	diff "$d/want" "$d/joined"
+	# its output_tokens count the whole message, as the whole stream's
+	[ "$(events "$d/rest" | jq -s '.[-2].usage.output_tokens')" = \
+	  "$(events "$d/whole" | jq -s '.[-2].usage.output_tokens')" ]
+	# the record of the resumed request names the stream it resumes
+	rid=$(header_of "$d/rest.h" X-Request-Id)
+	start=$(( ${last##*-} + 1 ))
+	curl -s "$BASE/_debug/generated?id=$rid" | jq -e --arg f "$cut_id" --argjson s "$start" \
+		'(.resumed_from | tostring) == $f and .resume_index == $s and .generated == 24 - $s'
+	# the end id: nothing more (204); another body's id: a 400
+	end=$(sed -n 's/^id: //p' "$d/whole" | tail -n 1)
+	[ "$(post /v1/messages "$body" "$d/e" -H "Last-Event-ID: $end")" = 204 ]
+	[ "$(post /v1/messages "$(jq -c '.max_tokens = 25' <<<"$body")" "$d/e" -H "Last-Event-ID: $last")" = 400 ]
+	jq -e '.type == "error" and .error.type == "invalid_request_error" and (.error.message | test("other parameters"))' "$d/e"
 }
 
 @test "the official Anthropic SDK (@anthropic-ai/sdk): create and stream, finalMessage, stop reasons, tools, thinking, countTokens, error classes, abort" {

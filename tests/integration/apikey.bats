@@ -40,7 +40,7 @@ other_server() {
 
 # generated BASE: the server's tokstream:generation_tokens_total
 generated() {
-	curl -sS "$1/metrics" | awk '$1 == "tokstream:generation_tokens_total" { print $2 }'
+	curl -sS "$1/metrics" | unlabel_model | awk '$1 == "tokstream:generation_tokens_total" { print $2 }'
 }
 
 KEY=sk-tokstream-test-4f2a
@@ -61,7 +61,7 @@ CHAT='{"model":"tokstream-sim","max_tokens":3,"messages":[{"role":"user","conten
 		run curl -sS -o /dev/null -w '%{http_code}' ${auth:+-H "$auth"} -d "$CHAT" "$BASE/v1/chat/completions"
 		[ "$output" = 401 ]
 	done
-	[ "$(curl -sS "$BASE/metrics" | awk '$1 == "tokstream:generation_tokens_total" { print $2 }')" -eq 0 ]
+	[ "$(curl -sS "$BASE/metrics" | unlabel_model | awk '$1 == "tokstream:generation_tokens_total" { print $2 }')" -eq 0 ]
 }
 
 @test "with the key: chat, completions, responses, models and the lab endpoints answer; /health and a preflight need none" {

@@ -53,8 +53,8 @@ stall_premise() {
 wait_idle() {
 	local i r w
 	for i in $(seq 1 500); do
-		r=$(curl -s "$BASE/metrics" | awk '$1 == "tokstream:num_requests_running" { print $2 }')
-		w=$(curl -s "$BASE/metrics" | awk '$1 == "tokstream:num_requests_waiting" { print $2 }')
+		r=$(curl -s "$BASE/metrics" | unlabel_model | awk '$1 == "tokstream:num_requests_running" { print $2 }')
+		w=$(curl -s "$BASE/metrics" | unlabel_model | awk '$1 == "tokstream:num_requests_waiting" { print $2 }')
 		[ "$r" = 0 ] && [ "$w" = 0 ] && return 0
 		sleep 0.02
 	done
@@ -201,7 +201,7 @@ wait_idle() {
 	done
 	sleep 1
 	# the premise: they are running, all 48 sequences
-	running=$(curl -s "$BASE/metrics" | awk '$1 == "tokstream:num_requests_running" { print $2 }')
+	running=$(curl -s "$BASE/metrics" | unlabel_model | awk '$1 == "tokstream:num_requests_running" { print $2 }')
 	echo "running: $running"
 	[ "${running%.*}" -ge 48 ]
 	for i in 1 2 3; do

@@ -35,7 +35,7 @@ raw() {
 
 @test "HEAD on every GET endpoint: the GET's status and headers, no body; HEAD /stream generates nothing" {
 	d=$BATS_TEST_TMPDIR
-	before=$(curl -sS "$BASE/metrics" | awk '$1 == "tokstream:generation_tokens_total" { print $2 }')
+	before=$(curl -sS "$BASE/metrics" | unlabel_model | awk '$1 == "tokstream:generation_tokens_total" { print $2 }')
 	for p in /health /v1/models /v1/models/tokstream-sim /metrics \
 		'/stream?prompt=hi&max_tokens=50' / /index.html; do
 		curl -sS -D "$d/g" -o /dev/null "$BASE$p"
@@ -53,7 +53,7 @@ raw() {
 	run curl -sS -I -o /dev/null -w '%{http_code}' "$BASE/stream"
 	[ "$output" = 400 ]
 	# only the GETs of /stream above generated: 50 tokens
-	after=$(curl -sS "$BASE/metrics" | awk '$1 == "tokstream:generation_tokens_total" { print $2 }')
+	after=$(curl -sS "$BASE/metrics" | unlabel_model | awk '$1 == "tokstream:generation_tokens_total" { print $2 }')
 	[ "$((after - before))" -eq 50 ]
 }
 

@@ -117,7 +117,7 @@ live_responders() {
 		jq -e '.abandoned == 50 and .failed == 0' "$f" >/dev/null
 	done
 	# every stream has ended and the totals agree
-	curl -s "$BASE/metrics" >"$BATS_TEST_TMPDIR/m"
+	curl -s "$BASE/metrics" | unlabel_model >"$BATS_TEST_TMPDIR/m"
 	[ "$(awk '$1 == "tokstream:num_requests_running" {print $2}' "$BATS_TEST_TMPDIR/m")" -eq 0 ]
 	[ "$(awk '$1 == "tokstream:generation_tokens_total" {print $2}' "$BATS_TEST_TMPDIR/m")" \
 	  -eq "$(curl -s "$BASE/_debug/generated" | jq .total_generated)" ]

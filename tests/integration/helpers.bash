@@ -45,6 +45,14 @@ calc() {
 }
 
 # A TCP port nobody listens on (checked by trying to connect).
+# unlabel_model: /metrics text (stdin) with every series' model_name
+# label left out. Every series carries model_name="NAME" (as vLLM's:
+# docs/API.md "GET /metrics"), so tests name a series NAME or
+# NAME{label="v"} and metrics.bats checks the label itself.
+unlabel_model() {
+	sed -E 's/\{model_name="([^"\\]|\\.)*"\}//; s/\{model_name="([^"\\]|\\.)*",/{/'
+}
+
 free_port() {
 	local p i
 	for i in $(seq 1 50); do

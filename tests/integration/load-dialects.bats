@@ -56,7 +56,7 @@ jqt() {
 
 # generated: the server's count of every token it generated so far
 generated() {
-	curl -s -H "Authorization: Bearer $KEY" "$BASE/metrics" |
+	curl -s -H "Authorization: Bearer $KEY" "$BASE/metrics" | unlabel_model |
 		awk '$1 == "tokstream:generation_tokens_total" { print $2 }'
 }
 

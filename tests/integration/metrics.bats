@@ -15,7 +15,7 @@ teardown_file() {
 
 # metric NAME: the value of one sample line (name with labels, exact)
 metric() {
-	awk -v n="$1" '$1 == n { print $2 }' "$BATS_TEST_TMPDIR/m"
+	unlabel_model <"$BATS_TEST_TMPDIR/m" | awk -v n="$1" '$1 == n { print $2 }'
 }
 
 scrape() {
@@ -52,7 +52,7 @@ until_scraped() {
 	return 1
 }
 
-@test "/metrics is Prometheus text that promcheck accepts, with the vLLM-style names" {
+@test "/metrics is Prometheus text that promcheck accepts, with the vLLM-style names and model_name on every series" {
 	curl -s "$BASE/stream?prompt=hello&max_tokens=3" >/dev/null
 	scrape
 	"$TS_BUILDDIR/tests/promcheck" "$BATS_TEST_TMPDIR/m"
@@ -69,6 +69,13 @@ until_scraped() {
 		grep -q "^# TYPE tokstream:$n counter" "$BATS_TEST_TMPDIR/m"
 	done
 	[ "$(metric tokstream:responder_processes)" -eq 2 ]
+	# every sample line carries vLLM's model_name label, the served
+	# model's first name (docs/API.md "GET /metrics")
+	samples=$(grep -vc '^#' "$BATS_TEST_TMPDIR/m")
+	labelled=$(grep -c '^tokstream:[a-z0-9_]*{model_name="tokstream-sim"[,}]' "$BATS_TEST_TMPDIR/m")
+	echo "samples $samples, with model_name $labelled"
+	[ "$samples" -gt 50 ]
+	[ "$samples" = "$labelled" ]
 }
 
 @test "gauges sum both processes while 8 streams run or wait" {

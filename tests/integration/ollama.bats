@@ -90,6 +90,21 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	[ "$g" -le 6 ]
 }
 
+@test "ollama client: a think stream aborted after 5 thinking parts stops generating (at most 6 tokens, cancelled, client_gone)" {
+	need_node ollama
+	run timeout 60 node "$TS_SRCDIR/tests/node/ollama-client.mjs" "$BASE" abort-think
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ id=([0-9]+)\ parts=5 ]]
+	id=${BASH_REMATCH[1]}
+	wait_not_running "$id"
+	g=$(debug_field "$id" generated)
+	echo "generated $g"
+	[ "$(debug_field "$id" status)" = cancelled ]
+	[ "$(debug_field "$id" cancel_cause)" = client_gone ]
+	[ "$g" -le 6 ]
+}
+
 @test "a chat stream is NDJSON: application/x-ndjson, one object a line, a line per token, the last done with done_reason and the metrics in ns" {
 	d=$BATS_TEST_TMPDIR
 	curl -sS -N -D "$d/h" -o "$d/b" -d "$CHAT"',"options":{"num_predict":7,"seed":5}}' "$BASE/api/chat"
@@ -209,7 +224,7 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 
 @test "failure injection (X-Tokstream-Failure): rate_limit is a 429 in Ollama's shape; midstream_error ends the stream with an error line, midstream_cut with nothing; a timeout answers nothing; each counted" {
 	d=$BATS_TEST_TMPDIR
-	before=$(curl -sS "$BASE/metrics" | awk '$1 ~ /^tokstream:injected_failures_total/ { s += $2 } END { print s + 0 }')
+	before=$(curl -sS "$BASE/metrics" | unlabel_model | awk '$1 ~ /^tokstream:injected_failures_total/ { s += $2 } END { print s + 0 }')
 	run curl -sS -D "$d/h" -o "$d/e" -w '%{http_code}' -H 'X-Tokstream-Failure: rate_limit' -d "$CHAT}" "$BASE/api/chat"
 	[ "$output" = 429 ]
 	[ "$(header_of "$d/h" Retry-After)" = 1 ]
@@ -230,12 +245,12 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	[ ! -s "$d/t" ]
 	# ... and it holds a connection, not a slot
 	[ "$(curl -sS "$BASE/_debug/generated" | jq .engine.running)" -eq 0 ]
-	after=$(curl -sS "$BASE/metrics" | awk '$1 ~ /^tokstream:injected_failures_total/ { s += $2 } END { print s + 0 }')
+	after=$(curl -sS "$BASE/metrics" | unlabel_model | awk '$1 ~ /^tokstream:injected_failures_total/ { s += $2 } END { print s + 0 }')
 	[ "$after" -eq $((before + 4)) ]
 }
 
 @test "metrics count /api requests: generation and prompt tokens grow by the final object's counts" {
-	m() { curl -sS "$BASE/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+	m() { curl -sS "$BASE/metrics" | unlabel_model | awk -v k="$1" '$1 == k { print $2 }'; }
 	g0=$(m tokstream:generation_tokens_total)
 	p0=$(m tokstream:prompt_tokens_total)
 	r=$(curl -sS -d "$CHAT"',"stream":false,"options":{"num_predict":6,"seed":3}}' "$BASE/api/chat")

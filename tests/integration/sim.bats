@@ -60,7 +60,7 @@ chunks() {
 }
 
 metric() {
-	curl -s "$BASE/metrics" | awk -v m="$1" '$1 == m { print $2 }'
+	curl -s "$BASE/metrics" | unlabel_model | awk -v m="$1" '$1 == m { print $2 }'
 }
 
 @test "tool calls: 1,000 seeded requests over 6 schemas, every call's arguments validate (ajv); streamed deltas concatenate to the non-streamed arguments byte for byte" {
@@ -284,7 +284,7 @@ metric() {
 	local d=$BATS_TEST_TMPDIR body='{"model":"tokstream-sim","max_tokens":20,"ignore_eos":true,"messages":[{"role":"user","content":"hi"}]}'
 	local sbody='{"model":"tokstream-sim","max_tokens":20,"ignore_eos":true,"stream":true,"messages":[{"role":"user","content":"hi"}]}'
 	local before
-	before=$(curl -s "$BASE/metrics" | grep '^tokstream:injected_failures_total')
+	before=$(curl -s "$BASE/metrics" | unlabel_model | grep '^tokstream:injected_failures_total')
 	[ "$(post "$body" "$d/r" -D "$d/h" -H 'X-Tokstream-Failure: rate_limit')" = 429 ]
 	jq -e '.error.code == "rate_limit_exceeded" and .error.type == "requests"' "$d/r"
 	[ "$(header_of "$d/h" Retry-After)" = 1 ]
@@ -325,7 +325,7 @@ metric() {
 	chunks "$d/late" | jq -s -e '[.[] | .choices[0].finish_reason // empty] == ["length"]'
 	# each counted once by type
 	local after t
-	after=$(curl -s "$BASE/metrics" | grep '^tokstream:injected_failures_total')
+	after=$(curl -s "$BASE/metrics" | unlabel_model | grep '^tokstream:injected_failures_total')
 	for t in rate_limit server_error overloaded context_length invalid_api_key midstream_error midstream_cut timeout; do
 		local b a
 		b=$(awk -v k="tokstream:injected_failures_total{type=\"$t\"}" '$1 == k { print $2 }' <<<"$before")

@@ -42,7 +42,7 @@ serve_and_count() {
 	[ "$(debug_field "$id" status)" = done ]
 	[ "$(debug_field "$id" generated)" -eq 4 ]
 	[ "$(curl -sS "$BASE/_debug/generated" | jq .total_generated)" -eq 15 ]
-	curl -sS "$BASE/metrics" > "$BATS_TEST_TMPDIR/m"
+	curl -sS "$BASE/metrics" | unlabel_model > "$BATS_TEST_TMPDIR/m"
 	grep -qx 'tokstream:generation_tokens_total 15' "$BATS_TEST_TMPDIR/m"
 }
 
@@ -109,7 +109,7 @@ log_count() {
 	kill -0 "$pid"
 	[ "$(curl -sS "$BASE/_debug/generated" | jq .total_generated)" -eq 400 ]
 	[ "$(curl -sS "$BASE/_debug/generated" | jq -r .id)" -eq 200 ]
-	grep -qx 'tokstream:generation_tokens_total 400' <(curl -sS "$BASE/metrics")
+	grep -qx 'tokstream:generation_tokens_total 400' <(curl -sS "$BASE/metrics" | unlabel_model)
 	[ "$(log_count "$MNT/(state|metrics):")" -eq 0 ]
 	[ "$(log_count 'counting in this process|counts this process only')" -eq 0 ]
 }

@@ -20,7 +20,8 @@
  *     BadRequestError, AuthenticationError, NotFoundError, RateLimitError
  *     and InternalServerError (529 overloaded_error), with Anthropic's
  *     error types; an error event after the 200 thrown by the iterator;
- *   - aborting a stream after 5 text deltas leaves at most 6 tokens
+ *   - aborting a stream after 5 text deltas, or after 5 thinking deltas
+ *     while the model still thinks, leaves at most 6 tokens
  *     generated (/_debug/generated);
  *   - every Message, streamed event, token count and error body validates
  *     (ajv) against anthropic-schemas.json, tokstream's transcription of
@@ -333,6 +334,24 @@ async function main() {
 	const d = await debugWhenDone(id);
 	check(d && d.status === 'cancelled' && d.finish_reason === 'abort' &&
 	    d.generated <= 6, `abort after ${n} deltas: ${show(d)}`);
+
+	/* 8. ... and after 5 thinking deltas, while the model still thinks */
+	const { data: ts, response: tr } = await client.messages.create({
+	    model: MODEL, max_tokens: 400, messages: user('think, then leave'),
+	    thinking: { type: 'enabled', budget_tokens: 200 }, stream: true,
+	    prefill_ms: 0, tpot_ms: 20 }).withResponse();
+	const tid = tr.headers.get('x-request-id');
+	let tn = 0;
+	for await (const ev of ts) {
+		check(!(ev.type === 'content_block_delta' &&
+		    ev.delta.type === 'text_delta'), 'abort in thinking: a text delta');
+		if (ev.type === 'content_block_delta' &&
+		    ev.delta.type === 'thinking_delta' && ++tn === 5)
+			ts.controller.abort();
+	}
+	const td = await debugWhenDone(tid);
+	check(td && td.status === 'cancelled' && td.finish_reason === 'abort' &&
+	    td.generated <= 6, `abort after ${tn} thinking deltas: ${show(td)}`);
 
 	if (failures.length > 0) {
 		for (const f of failures)

@@ -22,6 +22,8 @@
  *   abort     a stream read for 5 parts, then stream.abort(): prints
  *             "id=N parts=5" (N its X-Request-Id) for the caller to look
  *             the stream up in /_debug/generated
+ *   abort-think  the same with think: true, aborted after 5 parts that
+ *             carry message.thinking (the model still thinking)
  *   error     a stream that fails after 3 tokens (error_after 3): the
  *             client throws the server's {"error"} line as an Error
  *   notfound  an unknown model: a ResponseError with status 404 and
@@ -265,15 +267,19 @@ async function caseTools() {
 	console.log('ok: tools');
 }
 
-async function caseAbort() {
+async function caseAbort(think = false) {
 	const s = await ollama.chat({ model: MODEL, messages: msgs,
-	    stream: true, options: { seed: 11, num_predict: 2000 } });
+	    stream: true, think, options: { seed: 11, num_predict: 2000 } });
 	const id = lastId;
 	let n = 0;
 	try {
 		for await (const p of s) {
 			checkPart(p, 'chat', `abort part ${n}`);
 			check(!p.done, 'abort: the stream ended early');
+			if (think)
+				check(p.message.thinking?.length > 0 &&
+				    !p.message.content,
+				    `abort-think: part ${n} is not thinking`);
 			if (++n === 5)
 				s.abort();
 		}
@@ -320,7 +326,8 @@ async function caseNotFound() {
 
 const cases = { chat: caseChat, generate: caseGenerate, list: caseList,
 	show: caseShow, version: caseVersion, ps: casePs, format: caseFormat,
-	tools: caseTools, abort: caseAbort, error: caseError,
+	tools: caseTools, abort: () => caseAbort(false),
+	'abort-think': () => caseAbort(true), error: caseError,
 	notfound: caseNotFound };
 if (!cases[which])
 	fail(`usage: ollama-client.mjs BASE ${Object.keys(cases).join('|')}`);

@@ -333,7 +333,7 @@ test_encode_events(void **state)
 	assert_int_equal(anthropic_encode_delta(&b, 1,
 	    ANTHROPIC_BLOCK_TOOL_USE, "{\"a", 3), TS_OK);
 	assert_int_equal(anthropic_encode_end(&b, ANTHROPIC_STOP_END_TURN,
-	    NULL, 0, &u), TS_OK);
+	    NULL, 0, &u, NULL), TS_OK);
 
 	v = event(&b, &at, "message_start");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(
@@ -370,6 +370,18 @@ test_encode_events(void **state)
 	json_decref(v);
 	json_decref(event(&b, &at, "message_stop"));
 	assert_int_equal(at, b.len);
+
+	/* the end with an SSE id: the line starts message_stop's event; an
+	 * id with a line end is refused and nothing is written */
+	b.len = 0;
+	assert_int_equal(anthropic_encode_end(&b, ANTHROPIC_STOP_END_TURN,
+	    NULL, 0, &u, "7-00000000000000ab-end"), TS_OK);
+	assert_non_null(strstr(b.p, "}\n\nid: 7-00000000000000ab-end\n"
+	    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
+	b.len = 0;
+	assert_int_equal(anthropic_encode_end(&b, ANTHROPIC_STOP_END_TURN,
+	    NULL, 0, &u, "a\nb"), TS_EINVAL);
+	assert_int_equal(b.len, 0);
 
 	/* an error event */
 	b.len = 0;

@@ -25,19 +25,21 @@
 
 /* The metrics the hooks and the relay count for streams: tokens, TTFT
  * once per stream, ITL between tokens, E2E, finish reasons. */
+#define M "{model_name=\"tokstream-sim\"}"
 static void
 test_metrics_after_streams(void **unused)
 {
 	static const struct {
 		const char *line;        /* a whole line of /metrics */
 	} want[] = {
-		{ "tokstream:generation_tokens_total 9" },
-		{ "tokstream:time_to_first_token_seconds_count 2" },
-		{ "tokstream:inter_token_latency_seconds_count 7" },
-		{ "tokstream:e2e_request_latency_seconds_count 2" },
-		{ "tokstream:request_success_total{finished_reason="
-		    "\"length\"} 2" },
-		{ "tokstream:num_requests_running 0" },
+		/* every series carries model_name, as vLLM's (#24) */
+		{ "tokstream:generation_tokens_total" M " 9" },
+		{ "tokstream:time_to_first_token_seconds_count" M " 2" },
+		{ "tokstream:inter_token_latency_seconds_count" M " 7" },
+		{ "tokstream:e2e_request_latency_seconds_count" M " 2" },
+		{ "tokstream:request_success_total{model_name="
+		    "\"tokstream-sim\",finished_reason=\"length\"} 2" },
+		{ "tokstream:num_requests_running" M " 0" },
 	};
 	struct fake_server fs;
 	struct fake_conn a, b, m;

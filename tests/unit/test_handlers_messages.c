@@ -22,6 +22,8 @@
 
 #include "stores/state.h"
 
+#include "proto/resume.h"
+
 #include "handlers_fake.h"
 
 /* A body of one user message `text`, max_tokens, and the JSON members
@@ -76,7 +78,28 @@ struct streamed {
 	char stop_reason[32];
 	long output_tokens, thinking_tokens;
 	size_t pings;
+	size_t ids;                   /* events with an SSE id */
 };
+
+/* Fails unless an event with an SSE id is a token's delta (text,
+ * thinking or input_json, never signature_delta) or message_stop, and
+ * its id is a resume id of a token or the "end" one. */
+static void
+assert_id_placed(const struct sse_event *e, json_t *o)
+{
+	struct resume_id rid;
+	const char *why;
+
+	assert_int_equal(resume_id_parse(e->id, strlen(e->id), &rid, &why),
+	    TS_OK);
+	if (strcmp(jstr(o, "type"), "message_stop") == 0) {
+		assert_true(rid.index == RESUME_INDEX_END);
+		return;
+	}
+	assert_string_equal(jstr(o, "type"), "content_block_delta");
+	assert_string_not_equal(jstr(o, "delta.type"), "signature_delta");
+	assert_true(rid.index != RESUME_INDEX_END);
+}
 
 static void
 streamed_parse(const struct response *r, struct streamed *s)
@@ -92,9 +115,12 @@ streamed_parse(const struct response *r, struct streamed *s)
 		const char *t;
 
 		assert_int_equal(ev->ev[i].kind, EV_DATA);
-		assert_false(ev->ev[i].has_id);
 		o = json_loads(ev->ev[i].data, 0, NULL);
 		assert_non_null(o);
+		if (ev->ev[i].has_id) {
+			assert_id_placed(&ev->ev[i], o);
+			s->ids++;
+		}
 		t = jstr(o, "type");
 		/* each event's name is its data's type */
 		assert_string_equal(ev->ev[i].type, t);
@@ -448,6 +474,128 @@ test_client_leaves(void **state)
 	free(body);
 }
 
+/* Resume (docs/API.md "Resuming an Anthropic stream"): the same body
+ * POSTed with the id of any delta streams exactly the events that
+ * followed it (thinking, the signature, the text block, the end), with no
+ * message_start; an "end" id or the last token's is a 204; an id of
+ * another body or a malformed one a 400. */
+static void
+test_resume(void **state)
+{
+	static const char *const extras[] = {
+		",\"stream\":true,\"thinking\":{\"type\":\"enabled\","
+		    "\"budget_tokens\":6}",
+		",\"stream\":true,\"stop_sequences\":[\"the\"]",
+		",\"stream\":true",
+	};
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < NELEM(extras); k++) {
+		struct fake_server fs;
+		struct fake_conn fc;
+		struct response r;
+		struct sse *whole;
+		char *body = msg_body("tell me", 12, extras[k]);
+		char *other = msg_body("tell me", 13, extras[k]);
+		size_t i, resumed = 0;
+		struct streamed st;
+
+		server_up(&fs);
+		post(&fs, &fc, "/v1/messages", body, &r);
+		assert_int_equal(r.status, 200);
+		streamed_parse(&r, &st);
+		assert_true(st.ids >= 3);
+		streamed_free(&st);
+		whole = sse_parse(r.body, r.body_len);
+		fake_close(&fc);
+		for (i = 0; i < whole->n; i++) {
+			const struct sse_event *e = &whole->ev[i];
+			struct resume_id rid;
+			const char *why;
+			struct sse *rest;
+			size_t j;
+
+			if (!e->has_id)
+				continue;
+			assert_int_equal(resume_id_parse(e->id, strlen(e->id),
+			    &rid, &why), TS_OK);
+			fake_open(&fc, &fs, "POST", "/v1/messages", body);
+			fake_set(&fc, "HTTP_LAST_EVENT_ID", e->id);
+			exchange(&fs, &fc, &r);
+			if (rid.index == RESUME_INDEX_END ||
+			    rid.index + 1 >= 12) {
+				assert_int_equal(r.status, 204);
+				assert_int_equal(r.body_len, 0);
+				fake_close(&fc);
+				continue;
+			}
+			assert_int_equal(r.status, 200);
+			rest = sse_parse(r.body, r.body_len);
+			/* the events after e, byte for byte but the ids'
+			 * stream part; pings aside */
+			for (j = 0; j < rest->n && strcmp(rest->ev[j].type,
+			    "ping") == 0; j++)
+				;
+			assert_int_equal(rest->n - j, whole->n - i - 1);
+			for (; j < rest->n; j++) {
+				const struct sse_event *a = &whole->ev[i + 1 +
+				    (j - (rest->n - (whole->n - i - 1)))];
+				const struct sse_event *b = &rest->ev[j];
+
+				assert_string_equal(a->type, b->type);
+				if (strcmp(a->type, "message_delta") != 0)
+					assert_string_equal(a->data, b->data);
+				assert_int_equal(a->has_id, b->has_id);
+				if (a->has_id)
+					assert_string_equal(strchr(a->id, '-'),
+					    strchr(b->id, '-'));
+			}
+			/* usage counts the whole message's tokens (the
+			 * input's split by the prefix cache may differ) */
+			{
+				json_t *u0 = json_loads(whole->ev[whole->n -
+				    2].data, 0, NULL);
+				json_t *u1 = json_loads(rest->ev[rest->n -
+				    2].data, 0, NULL);
+
+				assert_string_equal(jstr(u0,
+				    "delta.stop_reason"), jstr(u1,
+				    "delta.stop_reason"));
+				assert_int_equal(json_integer_value(
+				    json_object_get(json_object_get(u0,
+				    "usage"), "output_tokens")),
+				    json_integer_value(json_object_get(
+				    json_object_get(u1, "usage"),
+				    "output_tokens")));
+				json_decref(u0);
+				json_decref(u1);
+			}
+			sse_free(rest);
+			resumed++;
+			fake_close(&fc);
+		}
+		assert_true(resumed >= 2);
+		/* another body's id, and one that is no id */
+		for (i = 0; i < whole->n && !whole->ev[i].has_id; i++)
+			;
+		fake_open(&fc, &fs, "POST", "/v1/messages", other);
+		fake_set(&fc, "HTTP_LAST_EVENT_ID", whole->ev[i].id);
+		exchange(&fs, &fc, &r);
+		assert_anthropic_error(&r, 400, "invalid_request_error");
+		fake_close(&fc);
+		fake_open(&fc, &fs, "POST", "/v1/messages", body);
+		fake_set(&fc, "HTTP_LAST_EVENT_ID", "1-2-3");
+		exchange(&fs, &fc, &r);
+		assert_anthropic_error(&r, 400, "invalid_request_error");
+		fake_close(&fc);
+		sse_free(whole);
+		server_down(&fs);
+		free(body);
+		free(other);
+	}
+}
+
 int
 main(void)
 {
@@ -459,6 +607,7 @@ main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_api_key),
 		cmocka_unit_test(test_client_leaves),
+		cmocka_unit_test(test_resume),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

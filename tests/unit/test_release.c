@@ -619,6 +619,60 @@ test_release_property(void **state)
 	ts_buf_free(&text);
 }
 
+/* release_at_boundary: 1 only where nothing is held; a new releaser
+ * started there releases the rest exactly as the first does. */
+static void
+test_release_boundary(void **state)
+{
+	static const char *const stops[] = { "END" };
+	static const size_t lens[] = { 3 };
+	/* tokens: plain, the start of a stop string, its end broken, half
+	 * of a 2-byte character, its other half, the stop string */
+	static const char *const toks[] = { "ab", "E", "Nx", "\xc3", "\xa9",
+	    "END", "zz" };
+	static const int boundary[] = { 1, 0, 1, 0, 1, 0 };
+	struct release r, r2;
+	struct release_chunk c;
+	struct ts_buf a, b2;
+	size_t i, j;
+	int st;
+
+	(void)state;
+	assert_int_equal(release_init(&r, stops, lens, 1), TS_OK);
+	assert_int_equal(release_at_boundary(&r), 1);
+	for (i = 0; i < 6; i++) {
+		assert_int_equal(release_bytes(&r, toks[i], strlen(toks[i]), &c,
+		    &st), TS_OK);
+		assert_int_equal(release_at_boundary(&r), boundary[i]);
+	}
+	assert_true(st != 0);           /* "END" matched: no more resume */
+	release_finish(&r, &c);
+	assert_int_equal(release_at_boundary(&r), 0);
+
+	/* from each boundary, a fresh releaser gives the same rest */
+	for (i = 0; i < 6; i++) {
+		if (!boundary[i])
+			continue;
+		ts_buf_init(&a, 256);
+		ts_buf_init(&b2, 256);
+		assert_int_equal(release_init(&r, stops, lens, 1), TS_OK);
+		assert_int_equal(release_init(&r2, stops, lens, 1), TS_OK);
+		for (j = 0; j < 7; j++) {
+			assert_int_equal(release_text(&r, toks[j],
+			    strlen(toks[j]), j > i ? &a : NULL, &st), TS_OK);
+			if (j > i)
+				assert_int_equal(release_text(&r2, toks[j],
+				    strlen(toks[j]), &b2, &st), TS_OK);
+			if (st)
+				break;
+		}
+		assert_int_equal(a.len, b2.len);
+		assert_memory_equal(a.p ? a.p : "", b2.p ? b2.p : "", a.len);
+		ts_buf_free(&a);
+		ts_buf_free(&b2);
+	}
+}
+
 int
 main(void)
 {
@@ -631,6 +685,7 @@ main(void)
 		cmocka_unit_test(test_stop_init),
 		cmocka_unit_test(test_release_tokens),
 		cmocka_unit_test(test_release_property),
+		cmocka_unit_test(test_release_boundary),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
