@@ -2,7 +2,7 @@
  * openai/cost.c - the upper bound of a non-streamed /v1 answer's size,
  * from the request's parameters and the worst token of the backend's
  * vocabulary (cost.h). The fixed parts are counted from the shapes the
- * encoders write (encode.c, responses.c), rounded up; test_openai.c
+ * encoders write (encode.c, responses.c), rounded up; test_cost.c
  * checks the bound against answers encoded at the worst.
  */
 #include "openai/cost.h"

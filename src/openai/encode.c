@@ -12,8 +12,8 @@
  * reals (strconv.c, jsonp_dtostr: "%.17g", ".0" added to an integral
  * value, the exponent's "+" and leading zeros dropped; the C locale's
  * decimal point, which tokstream never changes), its integers ("%lld"),
- * keys in insertion order; test_openai.c compares the two on generated
- * inputs.
+ * keys in insertion order; test_openai_agent.c compares the two on
+ * generated inputs.
  */
 #include "openai/encode.h"
 
