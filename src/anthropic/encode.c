@@ -11,108 +11,14 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "proto/jw.h"
 #include "proto/sse.h"
 #include "text/utf8.h"
 
 #define LIT(s) (s), (sizeof(s) - 1)
 
-/* ---- a JSON writer: the first error sticks, end takes it all back ---- */
-
-struct jw {
-	struct ts_buf *b;
-	size_t start;
-	enum ts_err rc;
-};
-
-static void
-jw_begin(struct jw *w, struct ts_buf *b)
-{
-	w->b = b;
-	w->start = b->len;
-	w->rc = TS_OK;
-}
-
-static enum ts_err
-jw_end(struct jw *w)
-{
-	if (w->rc != TS_OK) {
-		w->b->len = w->start;
-		if (w->b->p != NULL)
-			w->b->p[w->start] = '\0';
-	}
-	return w->rc;
-}
-
-static void
-jw_raw(struct jw *w, const char *p, size_t len)
-{
-	if (w->rc == TS_OK)
-		w->rc = ts_buf_append(w->b, p, len);
-}
-
+/* JSON through proto/jw.h; JW writes a literal. */
 #define JW(w, s) jw_raw((w), LIT(s))
-
-/* A JSON string of (p, len): TS_EINVAL when it is not UTF-8. */
-static void
-jw_str(struct jw *w, const char *p, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t i, run = 0;
-	char e[6];
-
-	if (w->rc != TS_OK)
-		return;
-	if (!utf8_valid(p, len)) {
-		w->rc = TS_EINVAL;
-		return;
-	}
-	JW(w, "\"");
-	for (i = 0; i < len && w->rc == TS_OK; i++) {
-		unsigned char c = (unsigned char)p[i];
-		size_t n = 2;
-
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		jw_raw(w, p + run, i - run);
-		run = i + 1;
-		e[0] = '\\';
-		switch (c) {
-		case '"': e[1] = '"'; break;
-		case '\\': e[1] = '\\'; break;
-		case '\b': e[1] = 'b'; break;
-		case '\f': e[1] = 'f'; break;
-		case '\n': e[1] = 'n'; break;
-		case '\r': e[1] = 'r'; break;
-		case '\t': e[1] = 't'; break;
-		default:
-			e[1] = 'u';
-			e[2] = '0';
-			e[3] = '0';
-			e[4] = hex[c >> 4];
-			e[5] = hex[c & 15];
-			n = 6;
-			break;
-		}
-		jw_raw(w, e, n);
-	}
-	jw_raw(w, p + run, len - run);
-	JW(w, "\"");
-}
-
-static void
-jw_cstr(struct jw *w, const char *s)
-{
-	jw_str(w, s, strlen(s));
-}
-
-static void
-jw_u64(struct jw *w, uint64_t v)
-{
-	char n[24];
-	int k = snprintf(n, sizeof(n), "%llu", (unsigned long long)v);
-
-	jw_raw(w, n, (size_t)k);
-}
 
 /* "event: NAME\ndata: " ... "\n\n" around one line of JSON. */
 static void

@@ -37,6 +37,34 @@ rng_seed_of(const void *p, size_t len)
 	return rng_mix64(rng_fnv1a(RNG_FNV1A_INIT, p, len));
 }
 
+uint64_t
+rng_draw(uint64_t seed, uint64_t tag, uint64_t k)
+{
+	return rng_mix64(seed ^ rng_mix64(k + tag));
+}
+
+void
+rng_pick_distinct(uint64_t seed, uint64_t tag, uint64_t k0, size_t n,
+    size_t want, size_t *which)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < want; i++) {
+		/* the (r)-th index not chosen yet */
+		size_t r = (size_t)(rng_draw(seed, tag, k0 + i) % (n - i));
+
+		for (k = 0; k < n; k++) {
+			for (j = 0; j < i && which[j] != k; j++)
+				;
+			if (j < i)
+				continue;
+			if (r-- == 0)
+				break;
+		}
+		which[i] = k;
+	}
+}
+
 void
 rng_seed(struct rng *r, uint64_t seed)
 {

@@ -41,6 +41,23 @@ uint64_t rng_splitmix64(uint64_t *state);
 /* The seed of the bytes (p, len): rng_mix64 of their FNV-1a 64. */
 uint64_t rng_seed_of(const void *p, size_t len);
 
+/* The k-th draw of a plan seed for one user (tag, a constant of the user
+ * that keeps its draws apart from others'): rng_mix64(seed ^
+ * rng_mix64(k + tag)), a fresh 64-bit word per k. The dialects' plans
+ * draw with it; their values are part of a seeded run's answers, so it
+ * must never change. */
+uint64_t rng_draw(uint64_t seed, uint64_t tag, uint64_t k);
+
+/*
+ * Fills which[0..want) with distinct indices of 0..n-1 (want <= n), in
+ * draw order: which[i] is the (rng_draw(seed, tag, k0 + i) mod (n - i))-th
+ * index, counted from 0, of those not chosen before it. Deterministic in
+ * (seed, tag, k0, n, want); a seeded run's choices depend on it, so it
+ * must never change.
+ */
+void rng_pick_distinct(uint64_t seed, uint64_t tag, uint64_t k0, size_t n,
+    size_t want, size_t *which);
+
 /* A xoshiro256** 1.0 generator; the caller provides the storage. */
 struct rng {
 	uint64_t s[4];

@@ -1,15 +1,22 @@
 /*
  * handlers/inject.c - failure injection: kind names, the option and header
- * parsers, the seeded draw and the error bodies (inject.h). Fills struct
- * http_error's fields itself, so it links without http.c (and jansson).
+ * parsers, the seeded draw, the error bodies and the decision every
+ * dialect's handler asks for (inject.h). Fills struct http_error's fields
+ * itself.
  */
 #include "handlers/inject.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/backend.h"
 #include "common/rng.h"
+#include "engine/engine.h"
+#include "handlers/server.h"
+#include "stores/metrics.h"
+#include "transport/conn.h"
 
 _Static_assert(INJECT_NKINDS <= 32, "a types mask is 32 bits");
 
@@ -446,4 +453,92 @@ inject_error(enum inject_kind k, const struct inject_config *c,
 		/* none, timeout, midstream_*: nothing to answer now */
 		return 0;
 	}
+}
+
+/* Fits the engine request to a verdict that goes on (inject.h). */
+static void
+arrange(const struct inject_verdict *v, struct engine_request *job)
+{
+	switch (v->kind) {
+	case INJECT_MIDSTREAM_ERROR:
+	case INJECT_MIDSTREAM_CUT:
+		job->error_after = (int32_t)v->after;
+		break;
+	case INJECT_TIMEOUT:
+		job->prefill_ms = 0.0;
+		job->prefill_per_token_ms = 0.0;
+		job->max_tokens = 1;
+		job->error_after = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+int
+inject_request(struct server *srv, struct conn *c, int draw,
+    const char *off_hint, struct engine_request *job,
+    struct inject_verdict *v)
+{
+	const struct inject_config *ic = &srv->opt->inject;
+	const char *hv = conn_param(c, INJECT_HEADER_PARAM);
+	char msg[200];
+
+	v->kind = INJECT_NONE;
+	v->after = ic->after_tokens;
+	v->on_fire = INJECT_NONE;
+	v->silence = INJECT_SPEAKS;
+	v->extra[0] = '\0';
+	if (hv != NULL && hv[0] != '\0') {
+		if (!srv->opt->allow_failure_header) {
+			/* off by default: the header would let any client
+			 * make the server fail, or hold a connection silent
+			 * (timeout) */
+			err_set(&v->err, 400, "invalid_request_error",
+			    "failure_header_disabled", "");
+			snprintf(v->err.message, sizeof(v->err.message),
+			    "%s is off on this server: its operator enables "
+			    "it with --allow-failure-header%s", INJECT_HEADER,
+			    off_hint != NULL ? off_hint : "");
+			return 1;
+		}
+		if (inject_parse_header(hv, strlen(hv), ic, &v->kind,
+		    &v->after, msg, sizeof(msg)) != TS_OK) {
+			err_set(&v->err, 400, "invalid_request_error",
+			    "invalid_value", "");
+			snprintf(v->err.message, sizeof(v->err.message), "%s",
+			    msg);
+			return 1;
+		}
+	} else if (draw && ic->rate > 0) {
+		v->kind = inject_decide(ic, atomic_fetch_add(
+		    &srv->v1_requests, 1));
+	}
+	if (v->kind == INJECT_NONE)
+		return 0;
+	if (v->kind == INJECT_MIDSTREAM_ERROR ||
+	    v->kind == INJECT_MIDSTREAM_CUT) {
+		/* counted when it fires: one after the answer's last token
+		 * never does */
+		v->on_fire = v->kind;
+		if (v->kind == INJECT_MIDSTREAM_CUT)
+			v->silence = INJECT_SILENT_END;
+		arrange(v, job);
+		return 0;
+	}
+	metrics_injected(srv->metrics, (int)v->kind);
+	if (v->kind == INJECT_TIMEOUT)
+		v->silence = INJECT_SILENT_ALL;
+	if (!inject_error(v->kind, ic, srv->backend->context_len(
+	    srv->backend->impl), job->prompt_tokens, &v->err)) {
+		arrange(v, job);
+		return 0;
+	}
+	if (v->kind == INJECT_RATE_LIMIT)
+		snprintf(v->extra, sizeof(v->extra), "Retry-After: %u\r\n",
+		    (unsigned)ic->retry_after_s);
+	else if (v->kind == INJECT_INVALID_API_KEY)
+		snprintf(v->extra, sizeof(v->extra),
+		    "WWW-Authenticate: Bearer\r\n");
+	return 1;
 }

@@ -2,11 +2,11 @@
  * handlers/inject.h - failure injection for gateway testing: which /v1
  * requests fail and how (llm-d-inference-sim's --failure-injection-rate
  * and --failure-types, extended with 503s, timeouts and failures in the
- * middle of a stream). No I/O: the module decides and fills error
- * bodies; the server acts on the decision.
+ * middle of a stream). No I/O: the module decides, fills error bodies
+ * and fits the engine request; the handlers act on the decision.
  *
- * The server asks once per /v1 request, after parsing and auth, before
- * submitting to the engine: the request's X-Tokstream-Failure header
+ * The server asks once per request (inject_request), after parsing and
+ * auth, before submitting to the engine: the request's X-Tokstream-Failure header
  * (inject_parse_header) when it carries one and the server honours it
  * (--allow-failure-header; without it the header is a 400), else the
  * seeded draw of inject_decide for the request's number n. What each
@@ -48,6 +48,10 @@
 
 #include "common/ts.h"
 #include "proto/http.h"
+
+struct conn;
+struct engine_request;
+struct server;
 
 /* The request header that picks a request's failure, and its CGI name as
  * FastCGI passes it (RFC 3875 section 4.1.18). */
@@ -232,5 +236,74 @@ enum inject_kind inject_decide(const struct inject_config *c, uint64_t n);
  */
 int inject_error(enum inject_kind k, const struct inject_config *c,
     uint32_t context_len, uint64_t prompt_tokens, struct http_error *err);
+
+/* How long an injected timeout holds its request silent before the
+ * connection closes with no answer, ms (OpenAI's SDKs give up after
+ * 600 s). It holds a connection, not a slot: behind lighttpd a client
+ * that leaves a silent request is not noticed (lighttpd sees a FIN only
+ * when it writes), so the connection stays until then. */
+#define INJECT_TIMEOUT_MS 600000.0
+
+/* What an injected failure keeps from the client; the handlers' relays
+ * act on it (each dialect's *_SPEAKS, *_SILENT_ALL, *_SILENT_END are
+ * these values). */
+enum inject_silence {
+	INJECT_SPEAKS = 0,      /* everything is sent */
+	INJECT_SILENT_ALL = 1,  /* timeout: not a byte, not a keep-alive */
+	INJECT_SILENT_END = 2   /* midstream_cut: no end after the tokens */
+};
+
+/* What inject_request decided for one request. */
+struct inject_verdict {
+	enum inject_kind kind;  /* INJECT_NONE: no failure (and for a
+				 * refused header) */
+	uint32_t after;         /* K of the midstream kinds, tokens */
+	enum inject_kind on_fire; /* a midstream kind, counted when it
+				 * fires (one after the answer's last token
+				 * never does); else INJECT_NONE */
+	enum inject_silence silence; /* what the relay keeps back */
+	struct http_error err;  /* inject_request returned 1: the answer */
+	char extra[64];         /* ... and its extra head lines ("" none;
+				 * each ends in CRLF) */
+};
+
+/*
+ * Decides a request's failure and prepares for it, once per request,
+ * after parsing and auth, before submitting: the one decision of every
+ * dialect (/v1, /v1/messages, Ollama's routes). From the header (c's
+ * X-Tokstream-Failure) when it is not empty, else, when draw is 1 and
+ * --failure-injection-rate > 0, from inject_decide's draw for the n
+ * taken from srv->v1_requests (atomically; n counts the requests drawn
+ * for, from 0, across the dialects that draw).
+ *
+ * Returns 1 when the request is to be answered now with v->err (status,
+ * OpenAI's shape and wording: the dialect may restate it in its own) and
+ * v->extra, and not run:
+ *   - a header the server does not honour (no --allow-failure-header):
+ *     400 invalid_request_error failure_header_disabled, its message
+ *     followed by off_hint (NULL: nothing);
+ *   - a header inject_parse_header refuses: 400 invalid_request_error
+ *     invalid_value with its message;
+ *     (for both, v->kind is INJECT_NONE and nothing is counted)
+ *   - an HTTP kind: inject_error's body for it (context_length's L the
+ *     backend's context_len, P job->prompt_tokens), with
+ *     "Retry-After: N\r\n" (N = retry_after_s) for rate_limit and
+ *     "WWW-Authenticate: Bearer\r\n" for invalid_api_key.
+ * Returns 0 to go on, job fitted to v->kind: INJECT_NONE (job
+ * untouched); midstream_error and midstream_cut fail after K = v->after
+ * tokens (job->error_after = K; v->silence INJECT_SILENT_END for the
+ * cut, whose end the relay keeps back); a timeout's sequence ends at
+ * once with an error, before a first token (no prefill, max_tokens 1,
+ * error_after 0: no slot is held), v->silence INJECT_SILENT_ALL (the
+ * relay holds the connection silent, relay_hold, for
+ * INJECT_TIMEOUT_MS).
+ *
+ * Counted in tokstream:injected_failures_total{type} here for the HTTP
+ * kinds and timeout; a midstream kind is left in v->on_fire for the
+ * relay to count when it fires. No I/O besides the counter.
+ */
+int inject_request(struct server *srv, struct conn *c, int draw,
+    const char *off_hint, struct engine_request *job,
+    struct inject_verdict *v);
 
 #endif /* TS_HANDLERS_INJECT_H */

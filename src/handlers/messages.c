@@ -45,12 +45,13 @@
 #include "transport/reply.h"
 
 /* How long an injected timeout holds its request silent (as /v1). */
-#define MSG_INJECT_TIMEOUT_MS 600000.0
+#define MSG_INJECT_TIMEOUT_MS INJECT_TIMEOUT_MS
 
 enum msg_silent {
-	MSG_SPEAKS = 0,
-	MSG_SILENT_ALL = 1,     /* timeout: not a byte */
-	MSG_SILENT_END = 2      /* midstream_cut: no end after the tokens */
+	MSG_SPEAKS = INJECT_SPEAKS,
+	MSG_SILENT_ALL = INJECT_SILENT_ALL, /* timeout: not a byte */
+	MSG_SILENT_END = INJECT_SILENT_END  /* midstream_cut: no end after
+					     * the tokens */
 };
 
 /* No block is open (msg_resp.cur). */
@@ -421,74 +422,24 @@ static int
 msg_inject(struct server *srv, struct reply *rp, struct msg_resp *mr,
     struct engine_request *job)
 {
-	const struct inject_config *ic = &srv->opt->inject;
-	const char *hv = conn_param(rp->conn, INJECT_HEADER_PARAM);
-	enum inject_kind k = INJECT_NONE;
-	uint32_t after = ic->after_tokens;
-	struct http_error err;
-	char msg[200];
-	char extra[64];
+	struct inject_verdict v;
 
-	if (hv != NULL && hv[0] != '\0' && !srv->opt->allow_failure_header) {
-		http_error_set(&err, 400, "invalid_request_error",
-		    "failure_header_disabled", "%s is off on this server: "
-		    "its operator enables it with --allow-failure-header",
-		    INJECT_HEADER);
-		messages_fail(rp, &err, NULL);
-		return 1;
-	}
-	if (hv != NULL && hv[0] != '\0') {
-		if (inject_parse_header(hv, strlen(hv), ic, &k, &after, msg,
-		    sizeof(msg)) != TS_OK) {
-			http_error_set(&err, 400, "invalid_request_error",
-			    "invalid_value", "%s", msg);
-			messages_fail(rp, &err, NULL);
-			return 1;
-		}
-	} else if (ic->rate > 0) {
-		k = inject_decide(ic, atomic_fetch_add(&srv->v1_requests, 1));
-	}
-	if (k == INJECT_NONE)
-		return 0;
-	if (k == INJECT_MIDSTREAM_ERROR || k == INJECT_MIDSTREAM_CUT)
-		mr->injected = k;
-	else
-		metrics_injected(srv->metrics, (int)k);
-	if (inject_error(k, ic, srv->backend->context_len(
-	    srv->backend->impl), job->prompt_tokens, &err)) {
-		extra[0] = '\0';
-		if (k == INJECT_OVERLOADED) {
-			err.status = 529;
-			snprintf(err.message, sizeof(err.message),
+	if (inject_request(srv, rp->conn, 1, NULL, job, &v)) {
+		if (v.kind == INJECT_OVERLOADED) {
+			v.err.status = 529;
+			snprintf(v.err.message, sizeof(v.err.message),
 			    "Overloaded");
-		} else if (k == INJECT_RATE_LIMIT) {
-			snprintf(extra, sizeof(extra), "Retry-After: %u\r\n",
-			    (unsigned)ic->retry_after_s);
-		} else if (k == INJECT_INVALID_API_KEY) {
-			snprintf(err.message, sizeof(err.message),
+		} else if (v.kind == INJECT_INVALID_API_KEY) {
+			/* Anthropic's 401 has no WWW-Authenticate */
+			snprintf(v.err.message, sizeof(v.err.message),
 			    "invalid x-api-key");
+			v.extra[0] = '\0';
 		}
-		messages_fail(rp, &err, extra[0] != '\0' ? extra : NULL);
+		messages_fail(rp, &v.err, v.extra[0] != '\0' ? v.extra : NULL);
 		return 1;
 	}
-	switch (k) {
-	case INJECT_MIDSTREAM_ERROR:
-		job->error_after = (int32_t)after;
-		break;
-	case INJECT_MIDSTREAM_CUT:
-		job->error_after = (int32_t)after;
-		mr->silent = MSG_SILENT_END;
-		break;
-	case INJECT_TIMEOUT:
-		job->prefill_ms = 0.0;
-		job->prefill_per_token_ms = 0.0;
-		job->max_tokens = 1;
-		job->error_after = 0;
-		mr->silent = MSG_SILENT_ALL;
-		break;
-	default:
-		break;
-	}
+	mr->injected = v.on_fire;
+	mr->silent = (enum msg_silent)v.silence;
 	return 0;
 }
 

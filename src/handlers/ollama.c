@@ -63,14 +63,11 @@ struct oll_resp {
 
 /* What an injected failure keeps from the client (inject.h), as /v1. */
 enum {
-	OLL_SPEAKS = 0,         /* everything is sent */
-	OLL_SILENT_ALL = 1,     /* timeout: not a byte */
-	OLL_SILENT_END = 2      /* midstream_cut: no end after the tokens */
+	OLL_SPEAKS = INJECT_SPEAKS,         /* everything is sent */
+	OLL_SILENT_ALL = INJECT_SILENT_ALL, /* timeout: not a byte */
+	OLL_SILENT_END = INJECT_SILENT_END  /* midstream_cut: no end after
+					     * the tokens */
 };
-
-/* An injected timeout holds its connection silent this long, then closes
- * it with no answer (as /v1's). It holds a connection, not a slot. */
-#define OLL_INJECT_TIMEOUT_MS 600000.0
 
 /* What oll_build makes of a request and oll_start runs. */
 struct oll_job {
@@ -343,86 +340,28 @@ static const struct relay_ops oll_answer_ops = {
 	.free = oll_resp_free,
 };
 
-/* An injected timeout: not a byte, not even a keep-alive, then the
- * connection closes with no answer. */
-static const struct relay_ops oll_silent_ops = {
-	.token = oll_collect_token,
-	.keepalive = NULL,
-	.end = oll_answer_end,
-	.free = oll_resp_free,
-};
-
 /*
- * Failure injection (handlers/inject.h) by the request's
+ * Failure injection (handlers/inject.h, inject_request) by the request's
  * X-Tokstream-Failure header, honoured with --allow-failure-header as on
  * /v1 (the seeded --failure-injection-rate draws only for /v1): an HTTP
- * failure is answered in Ollama's shape (returns 1); midstream_error
- * sets error_after (K tokens, then the error line); midstream_cut K
- * tokens, then the stream stops with no final object nor error (counted
- * as an error); timeout a sequence that ends at once, its connection
- * held silent for OLL_INJECT_TIMEOUT_MS. Returns 0 to go on.
+ * failure, or a header refused, is answered in Ollama's shape (returns
+ * 1); the others adjust the job (inject_request; a timeout's again at
+ * the end of oll_plan, which sets its latency) and the relay's silence
+ * (a timeout's connection held silent for INJECT_TIMEOUT_MS). Returns 0
+ * to go on.
  */
 static int
 oll_inject(struct server *srv, struct reply *rp, struct oll_resp *ol,
     struct engine_request *job)
 {
-	const struct inject_config *ic = &srv->opt->inject;
-	const char *hv = conn_param(rp->conn, INJECT_HEADER_PARAM);
-	enum inject_kind k = INJECT_NONE;
-	uint32_t after = ic->after_tokens;
-	struct http_error err;
-	char msg[200], extra[64];
+	struct inject_verdict v;
 
-	if (hv == NULL || hv[0] == '\0')
-		return 0;
-	if (!srv->opt->allow_failure_header) {
-		http_error_set(&err, 400, "invalid_request_error",
-		    "failure_header_disabled", "%s is off on this server: "
-		    "its operator enables it with --allow-failure-header",
-		    INJECT_HEADER);
-		ollama_fail(rp, &err, NULL);
+	if (inject_request(srv, rp->conn, 0, NULL, job, &v)) {
+		ollama_fail(rp, &v.err, v.extra[0] != '\0' ? v.extra : NULL);
 		return 1;
 	}
-	if (inject_parse_header(hv, strlen(hv), ic, &k, &after, msg,
-	    sizeof(msg)) != TS_OK) {
-		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", "%s", msg);
-		ollama_fail(rp, &err, NULL);
-		return 1;
-	}
-	switch (k) {
-	case INJECT_MIDSTREAM_ERROR:
-	case INJECT_MIDSTREAM_CUT:
-		/* counted when it fires (oll_fired): one after the answer's
-		 * last token never does */
-		ol->injected = k;
-		job->error_after = (int32_t)after;
-		ol->silent = k == INJECT_MIDSTREAM_CUT ? OLL_SILENT_END :
-		    OLL_SPEAKS;
-		return 0;
-	case INJECT_TIMEOUT:
-		/* it ends before a first token (an error at once, no
-		 * prefill), so no slot is held; the relay holds the
-		 * connection silent (relay_hold, oll_start) */
-		metrics_injected(srv->metrics, (int)k);
-		ol->silent = OLL_SILENT_ALL;
-		return 0;
-	default:
-		break;
-	}
-	if (inject_error(k, ic, srv->backend->context_len(
-	    srv->backend->impl), job->prompt_tokens, &err)) {
-		metrics_injected(srv->metrics, (int)k);
-		extra[0] = '\0';
-		if (k == INJECT_RATE_LIMIT)
-			snprintf(extra, sizeof(extra), "Retry-After: %u\r\n",
-			    (unsigned)ic->retry_after_s);
-		else if (k == INJECT_INVALID_API_KEY)
-			snprintf(extra, sizeof(extra),
-			    "WWW-Authenticate: Bearer\r\n");
-		ollama_fail(rp, &err, extra[0] != '\0' ? extra : NULL);
-		return 1;
-	}
+	ol->injected = v.on_fire;
+	ol->silent = v.silence;
 	return 0;
 }
 
@@ -643,11 +582,11 @@ oll_start(struct server *srv, struct reply *rp, struct oll_resp *ol,
 	}
 	env = server_relay_env(srv);
 	relay_init(&ol->relay, &env, &ol->reply, s, 0, oj->stop, oj->stop_len,
-	    oj->job.nstop, ol->silent == OLL_SILENT_ALL ? &oll_silent_ops :
-	    ol->req.stream ? &oll_stream_ops : &oll_answer_ops, ol);
+	    oj->job.nstop, ol->req.stream && ol->silent != OLL_SILENT_ALL ?
+	    &oll_stream_ops : &oll_answer_ops, ol);
 	if (ol->silent == OLL_SILENT_ALL)
 		relay_hold(&ol->relay, rp->t0 +
-		    ts_ms_to_ns(OLL_INJECT_TIMEOUT_MS));
+		    ts_ms_to_ns(INJECT_TIMEOUT_MS));
 	server_stream(srv, rp->conn, &ol->relay);
 	return 0;
 }

@@ -66,9 +66,10 @@ struct v1_choice {
 
 /* What an injected failure keeps from the client (inject.h). */
 enum v1_silent {
-	V1_SPEAKS = 0,          /* everything is sent */
-	V1_SILENT_ALL = 1,      /* timeout: not a byte */
-	V1_SILENT_END = 2       /* midstream_cut: no end after the tokens */
+	V1_SPEAKS = INJECT_SPEAKS,          /* everything is sent */
+	V1_SILENT_ALL = INJECT_SILENT_ALL,  /* timeout: not a byte */
+	V1_SILENT_END = INJECT_SILENT_END   /* midstream_cut: no end after
+					     * the tokens */
 };
 
 /* One /v1 response in flight: owned by its relay from the hand-off on. */
@@ -681,15 +682,6 @@ static const struct relay_ops v1_answer_ops = {
 	.free = v1_resp_free,
 };
 
-/* An injected timeout: not a byte, not even a keep-alive, then the
- * connection closes with no answer. */
-static const struct relay_ops v1_silent_ops = {
-	.token = v1_collect_token,
-	.keepalive = NULL,
-	.end = v1_answer_end,
-	.free = v1_resp_free,
-};
-
 /* A /v1 error before anything else was sent, in the OpenAI shape. */
 static void
 v1_fail(struct reply *rp, struct http_error *err, const char *extra)
@@ -713,104 +705,31 @@ v1_choice_seed(uint64_t base, uint32_t k)
 	return k == 0 ? base : rng_mix64(base + 0x9e3779b97f4a7c15ULL * k);
 }
 
-/* Timeout injection: how long the request is held silent before its
- * connection closes with no answer (OpenAI's SDKs give up after 600 s).
- * It holds a connection, not a slot: behind lighttpd a client that leaves
- * a silent request is not noticed (lighttpd sees a FIN only when it
- * writes), so the connection stays until then. */
-#define V1_INJECT_TIMEOUT_MS 600000.0
-
 /*
- * Failure injection (handlers/inject.h): the request's X-Tokstream-Failure
- * header, else the seeded draw for this process's n-th /v1 request. The
- * header is honoured only with --allow-failure-header; without it a
- * request that carries one (not empty) is a 400 failure_header_disabled.
- * Answers an HTTP failure itself (returns 1); for the others adjusts the
- * job (midstream_error: error_after K; midstream_cut: K tokens then a
- * silent end, counted as an error; timeout: sequences that end at once
- * with an error, the connection held silent for V1_INJECT_TIMEOUT_MS) and
- * returns 0. Counted in tokstream:injected_failures_total{type}.
+ * Failure injection (handlers/inject.h, inject_request): the request's
+ * X-Tokstream-Failure header, else the seeded draw for this process's
+ * n-th /v1 request. Answers an HTTP failure, or a header refused,
+ * itself (returns 1; err is its storage); for the others the job is
+ * fitted to the failure, and the relay's silence set, and it returns 0.
  */
 static int
 v1_inject(struct server *srv, struct reply *rp, struct v1_resp *vr,
     struct engine_request *job, struct http_error *err)
 {
-	const struct inject_config *ic = &srv->opt->inject;
-	const char *hv = conn_param(rp->conn, INJECT_HEADER_PARAM);
-	enum inject_kind k = INJECT_NONE;
-	uint32_t after = ic->after_tokens;
-	char msg[200];
-	char extra[64];
+	struct inject_verdict v;
 
-	if (hv != NULL && hv[0] != '\0' && !srv->opt->allow_failure_header) {
-		/* off by default: the header would let any client make
-		 * the server fail, or hold a slot silent (timeout) */
-		http_error_set(err, 400, "invalid_request_error",
-		    "failure_header_disabled", "%s is off on this server: "
-		    "its operator enables it with --allow-failure-header "
-		    "(--failure-injection-rate needs no header)",
-		    INJECT_HEADER);
-		v1_fail(rp, err, NULL);
-		return 1;
-	}
-	if (hv != NULL && hv[0] != '\0') {
-		if (inject_parse_header(hv, strlen(hv), ic, &k, &after, msg,
-		    sizeof(msg)) != TS_OK) {
-			http_error_set(err, 400, "invalid_request_error",
-			    "invalid_value", "%s", msg);
-			v1_fail(rp, err, NULL);
-			return 1;
-		}
-	} else if (ic->rate > 0) {
-		k = inject_decide(ic, atomic_fetch_add(&srv->v1_requests, 1));
-	}
-	if (k == INJECT_NONE)
-		return 0;
-	/* a mid-stream failure counts when it fires (v1_fired): one after
-	 * the answer's last token never does */
-	if (k == INJECT_MIDSTREAM_ERROR || k == INJECT_MIDSTREAM_CUT)
-		vr->injected = k;
-	else
-		metrics_injected(srv->metrics, (int)k);
-	if (inject_error(k, ic, srv->backend->context_len(
-	    srv->backend->impl), job->prompt_tokens, err)) {
-		if (k == INJECT_CONTEXT_LENGTH && vr->req.kind != OPENAI_CHAT)
+	if (inject_request(srv, rp->conn, 1, " (--failure-injection-rate "
+	    "needs no header)", job, &v)) {
+		*err = v.err;
+		if (v.kind == INJECT_CONTEXT_LENGTH &&
+		    vr->req.kind != OPENAI_CHAT)
 			http_error_set_param(err, "%s", vr->req.kind ==
 			    OPENAI_COMPLETIONS ? "prompt" : "input");
-		extra[0] = '\0';
-		if (k == INJECT_RATE_LIMIT)
-			snprintf(extra, sizeof(extra), "Retry-After: %u\r\n",
-			    (unsigned)ic->retry_after_s);
-		else if (k == INJECT_INVALID_API_KEY)
-			snprintf(extra, sizeof(extra),
-			    "WWW-Authenticate: Bearer\r\n");
-		v1_fail(rp, err, extra[0] != '\0' ? extra : NULL);
+		v1_fail(rp, err, v.extra[0] != '\0' ? v.extra : NULL);
 		return 1;
 	}
-	switch (k) {
-	case INJECT_MIDSTREAM_ERROR:
-		job->error_after = (int32_t)after;
-		break;
-	case INJECT_MIDSTREAM_CUT:
-		/* an error after K tokens (counted as one), whose end is
-		 * never sent */
-		job->error_after = (int32_t)after;
-		vr->silent = V1_SILENT_END;   /* after the tokens, nothing */
-		break;
-	case INJECT_TIMEOUT:
-		/* its sequences end before a first token (an injected error
-		 * at once, no prefill), so no slot is held, whether or not
-		 * the client stays; the relay holds the connection open and
-		 * silent (relay_hold, v1_start) */
-		job->prefill_ms = 0.0;
-		job->prefill_per_token_ms = 0.0;
-		job->max_tokens = 1;
-		job->error_after = 0;
-		vr->silent = V1_SILENT_ALL;
-		break;
-	default:
-		break;
-	}
+	vr->injected = v.on_fire;
+	vr->silent = (enum v1_silent)v.silence;
 	return 0;
 }
 
@@ -1074,9 +993,7 @@ v1_meta(struct server *srv, struct v1_resp *vr, enum openai_kind kind,
 static const struct relay_ops *
 v1_ops(const struct v1_resp *vr, enum openai_kind kind)
 {
-	if (vr->silent == V1_SILENT_ALL)
-		return &v1_silent_ops;
-	if (!vr->req.stream)
+	if (vr->silent == V1_SILENT_ALL || !vr->req.stream)
 		return &v1_answer_ops;
 	return kind == OPENAI_RESPONSES ? &v1_resp_stream_ops :
 	    &v1_stream_ops;
@@ -1140,7 +1057,7 @@ v1_start(struct server *srv, struct reply *rp, enum openai_kind kind,
 		(void)relay_add_choice(&vr->relay, vr->ch[k].seq);
 	if (vr->silent == V1_SILENT_ALL)
 		relay_hold(&vr->relay, rp->t0 +
-		    ts_ms_to_ns(V1_INJECT_TIMEOUT_MS));
+		    ts_ms_to_ns(INJECT_TIMEOUT_MS));
 	server_stream(srv, rp->conn, &vr->relay);
 	return 0;
 }

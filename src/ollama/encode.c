@@ -2,9 +2,9 @@
  * ollama/encode.c - Ollama's API answers. See encode.h.
  *
  * The stream's objects go straight into the caller's buffer through the
- * small writer below (strings escaped as jansson's dump_string escapes
- * them without flags, as openai/encode.c's writer does); the answers of
- * the model endpoints, once per request, are jansson trees.
+ * dialects' JSON writer, proto/jw.h (strings escaped as jansson's
+ * dump_string escapes them without flags); the answers of the model
+ * endpoints, once per request, are jansson trees.
  */
 #define _DEFAULT_SOURCE /* gmtime_r */
 #include "ollama/encode.h"
@@ -16,76 +16,10 @@
 #include <time.h>
 
 #include "common/rng.h"
+#include "proto/jw.h"
 #include "text/utf8.h"
 
 #define LIT(s) (s), (sizeof(s) - 1)
-
-/* Appends to b; the first error sticks and ow_end takes back what was
- * appended since ow_begin. */
-struct ow {
-	struct ts_buf *b;
-	size_t start;
-	enum ts_err rc;
-};
-
-static void
-ow_raw(struct ow *w, const char *p, size_t len)
-{
-	if (w->rc == TS_OK)
-		w->rc = ts_buf_append(w->b, p, len);
-}
-
-/* A JSON string of (p, len), which must be UTF-8 (TS_EINVAL if not). */
-static void
-ow_str(struct ow *w, const char *p, size_t len)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t i, run = 0;
-	char e[6];
-
-	if (w->rc == TS_OK && !utf8_valid(p, len))
-		w->rc = TS_EINVAL;
-	ow_raw(w, LIT("\""));
-	for (i = 0; i < len && w->rc == TS_OK; i++) {
-		unsigned char c = (unsigned char)p[i];
-		size_t n = 2;
-
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		ow_raw(w, p + run, i - run);
-		run = i + 1;
-		e[0] = '\\';
-		switch (c) {
-		case '"': e[1] = '"'; break;
-		case '\\': e[1] = '\\'; break;
-		case '\b': e[1] = 'b'; break;
-		case '\f': e[1] = 'f'; break;
-		case '\n': e[1] = 'n'; break;
-		case '\r': e[1] = 'r'; break;
-		case '\t': e[1] = 't'; break;
-		default:
-			e[1] = 'u';
-			e[2] = '0';
-			e[3] = '0';
-			e[4] = hex[c >> 4];
-			e[5] = hex[c & 15];
-			n = 6;
-			break;
-		}
-		ow_raw(w, e, n);
-	}
-	ow_raw(w, p + run, len - run);
-	ow_raw(w, LIT("\""));
-}
-
-static void
-ow_int(struct ow *w, long long v)
-{
-	char t[24];
-	int n = snprintf(t, sizeof(t), "%lld", v);
-
-	ow_raw(w, t, (size_t)n);
-}
 
 size_t
 ollama_time(int64_t unix_ns, char *buf, size_t cap)
@@ -125,135 +59,119 @@ ollama_done_name(enum ollama_done d)
 
 /* {"model":M,"created_at":T, */
 static void
-open_obj(struct ow *w, const struct ollama_meta *m, int64_t now_ns)
+open_obj(struct jw *w, const struct ollama_meta *m, int64_t now_ns)
 {
 	char t[48];
 	size_t n = ollama_time(now_ns, t, sizeof(t));
 
-	ow_raw(w, LIT("{\"model\":"));
-	ow_str(w, m->model, m->model_len);
-	ow_raw(w, LIT(",\"created_at\":\""));
-	ow_raw(w, t, n);
-	ow_raw(w, LIT("\","));
-}
-
-static enum ts_err
-ow_end(struct ow *w)
-{
-	if (w->rc != TS_OK)
-		w->b->len = w->start;
-	return w->rc;
-}
-
-static void
-ow_begin(struct ow *w, struct ts_buf *b)
-{
-	w->b = b;
-	w->start = b->len;
-	w->rc = TS_OK;
+	jw_raw(w, LIT("{\"model\":"));
+	jw_str(w, m->model, m->model_len);
+	jw_raw(w, LIT(",\"created_at\":\""));
+	jw_raw(w, t, n);
+	jw_raw(w, LIT("\","));
 }
 
 /* "tool_calls":[{"function":{"name":N,"arguments":ARGS}},...] */
 static void
-calls_json(struct ow *w, const struct ollama_call *c, size_t n)
+calls_json(struct jw *w, const struct ollama_call *c, size_t n)
 {
 	size_t i;
 
-	ow_raw(w, LIT(",\"tool_calls\":["));
+	jw_raw(w, LIT(",\"tool_calls\":["));
 	for (i = 0; i < n; i++) {
 		if (i > 0)
-			ow_raw(w, LIT(","));
-		ow_raw(w, LIT("{\"function\":{\"name\":"));
-		ow_str(w, c[i].name, c[i].name_len);
-		ow_raw(w, LIT(",\"arguments\":"));
-		ow_raw(w, c[i].args, c[i].args_len);
-		ow_raw(w, LIT("}}"));
+			jw_raw(w, LIT(","));
+		jw_raw(w, LIT("{\"function\":{\"name\":"));
+		jw_str(w, c[i].name, c[i].name_len);
+		jw_raw(w, LIT(",\"arguments\":"));
+		jw_raw(w, c[i].args, c[i].args_len);
+		jw_raw(w, LIT("}}"));
 	}
-	ow_raw(w, LIT("]"));
+	jw_raw(w, LIT("]"));
 }
 
 /* "message":{"role":"assistant","content":TEXT[,"tool_calls":...]} */
 static void
-message(struct ow *w, const char *text, size_t len,
+message(struct jw *w, const char *text, size_t len,
     const struct ollama_call *calls, size_t n, const char *think,
     size_t think_len)
 {
-	ow_raw(w, LIT("\"message\":{\"role\":\"assistant\",\"content\":"));
-	ow_str(w, text, len);
+	jw_raw(w, LIT("\"message\":{\"role\":\"assistant\",\"content\":"));
+	jw_str(w, text, len);
 	if (think != NULL) {
-		ow_raw(w, LIT(",\"thinking\":"));
-		ow_str(w, think, think_len);
+		jw_raw(w, LIT(",\"thinking\":"));
+		jw_str(w, think, think_len);
 	}
 	if (n > 0)
 		calls_json(w, calls, n);
-	ow_raw(w, LIT("}"));
+	jw_raw(w, LIT("}"));
 }
 
 enum ts_err
 ollama_encode_chunk(struct ts_buf *b, const struct ollama_meta *m,
     int64_t now_ns, const char *text, size_t len)
 {
-	struct ow w;
+	struct jw w;
 
-	ow_begin(&w, b);
+	jw_begin(&w, b);
 	open_obj(&w, m, now_ns);
 	if (m->kind == OLLAMA_CHAT) {
 		message(&w, text, len, NULL, 0, NULL, 0);
 	} else {
-		ow_raw(&w, LIT("\"response\":"));
-		ow_str(&w, text, len);
+		jw_raw(&w, LIT("\"response\":"));
+		jw_str(&w, text, len);
 	}
-	ow_raw(&w, LIT(",\"done\":false}\n"));
-	return ow_end(&w);
+	jw_raw(&w, LIT(",\"done\":false}\n"));
+	return jw_end(&w);
 }
 
 enum ts_err
 ollama_encode_thinking_chunk(struct ts_buf *b, const struct ollama_meta *m,
     int64_t now_ns, const char *text, size_t len)
 {
-	struct ow w;
+	struct jw w;
 
-	ow_begin(&w, b);
+	jw_begin(&w, b);
 	open_obj(&w, m, now_ns);
 	if (m->kind == OLLAMA_CHAT) {
 		message(&w, "", 0, NULL, 0, text, len);
 	} else {
-		ow_raw(&w, LIT("\"response\":\"\",\"thinking\":"));
-		ow_str(&w, text, len);
+		jw_raw(&w, LIT("\"response\":\"\",\"thinking\":"));
+		jw_str(&w, text, len);
 	}
-	ow_raw(&w, LIT(",\"done\":false}\n"));
-	return ow_end(&w);
+	jw_raw(&w, LIT(",\"done\":false}\n"));
+	return jw_end(&w);
 }
 
 enum ts_err
 ollama_encode_calls_chunk(struct ts_buf *b, const struct ollama_meta *m,
     int64_t now_ns, const struct ollama_call *calls, size_t n)
 {
-	struct ow w;
+	struct jw w;
 
-	ow_begin(&w, b);
+	jw_begin(&w, b);
 	open_obj(&w, m, now_ns);
 	message(&w, "", 0, calls, n, NULL, 0);
-	ow_raw(&w, LIT(",\"done\":false}\n"));
-	return ow_end(&w);
+	jw_raw(&w, LIT(",\"done\":false}\n"));
+	return jw_end(&w);
 }
 
 /* ,"total_duration":...,"eval_duration":N */
 static void
-metrics(struct ow *w, const struct ollama_stats *st)
+metrics(struct jw *w, const struct ollama_stats *st)
 {
-	ow_raw(w, LIT(",\"total_duration\":"));
-	ow_int(w, st->total_ns);
-	ow_raw(w, LIT(",\"load_duration\":"));
-	ow_int(w, st->load_ns);
-	ow_raw(w, LIT(",\"prompt_eval_count\":"));
-	ow_int(w, (long long)st->prompt_eval_count);
-	ow_raw(w, LIT(",\"prompt_eval_duration\":"));
-	ow_int(w, st->prompt_eval_ns);
-	ow_raw(w, LIT(",\"eval_count\":"));
-	ow_int(w, (long long)st->eval_count);
-	ow_raw(w, LIT(",\"eval_duration\":"));
-	ow_int(w, st->eval_ns);
+	jw_raw(w, LIT(",\"total_duration\":"));
+	jw_int(w, st->total_ns);
+	jw_raw(w, LIT(",\"load_duration\":"));
+	jw_int(w, st->load_ns);
+	jw_raw(w, LIT(",\"prompt_eval_count\":"));
+	jw_int(w, (long long)st->prompt_eval_count);
+	jw_raw(w, LIT(",\"prompt_eval_duration\":"));
+	jw_int(w, st->prompt_eval_ns);
+	jw_raw(w, LIT(",\"eval_count\":"));
+	jw_int(w, (long long)st->eval_count);
+	jw_raw(w, LIT(",\"eval_duration\":"));
+	jw_int(w, st->eval_ns);
 }
 
 enum ts_err
@@ -273,48 +191,48 @@ ollama_encode_final_think(struct ts_buf *b, const struct ollama_meta *m,
     const struct ollama_stats *st)
 {
 	const char *reason = ollama_done_name(st->done);
-	struct ow w;
+	struct jw w;
 
-	ow_begin(&w, b);
+	jw_begin(&w, b);
 	open_obj(&w, m, now_ns);
 	if (m->kind == OLLAMA_CHAT) {
 		message(&w, text, len, calls, n, think, think_len);
-		ow_raw(&w, LIT(",\"done_reason\":\""));
-		ow_raw(&w, reason, strlen(reason));
-		ow_raw(&w, LIT("\",\"done\":true"));
+		jw_raw(&w, LIT(",\"done_reason\":\""));
+		jw_raw(&w, reason, strlen(reason));
+		jw_raw(&w, LIT("\",\"done\":true"));
 	} else {
-		ow_raw(&w, LIT("\"response\":"));
-		ow_str(&w, text, len);
+		jw_raw(&w, LIT("\"response\":"));
+		jw_str(&w, text, len);
 		if (think != NULL) {
-			ow_raw(&w, LIT(",\"thinking\":"));
-			ow_str(&w, think, think_len);
+			jw_raw(&w, LIT(",\"thinking\":"));
+			jw_str(&w, think, think_len);
 		}
-		ow_raw(&w, LIT(",\"done\":true,\"done_reason\":\""));
-		ow_raw(&w, reason, strlen(reason));
-		ow_raw(&w, LIT("\""));
+		jw_raw(&w, LIT(",\"done\":true,\"done_reason\":\""));
+		jw_raw(&w, reason, strlen(reason));
+		jw_raw(&w, LIT("\""));
 	}
 	/* a model only loaded reports no metrics (docs/api.md "Load a
 	 * model") */
 	if (st->done != OLLAMA_DONE_LOAD)
 		metrics(&w, st);
-	ow_raw(&w, LIT("}\n"));
-	return ow_end(&w);
+	jw_raw(&w, LIT("}\n"));
+	return jw_end(&w);
 }
 
 enum ts_err
 ollama_error_json(const struct http_error *err, struct ts_buf *b)
 {
 	size_t len = strlen(err->message);
-	struct ow w;
+	struct jw w;
 
-	ow_begin(&w, b);
-	ow_raw(&w, LIT("{\"error\":"));
+	jw_begin(&w, b);
+	jw_raw(&w, LIT("{\"error\":"));
 	if (utf8_valid(err->message, len))
-		ow_str(&w, err->message, len);
+		jw_str(&w, err->message, len);
 	else
-		ow_raw(&w, LIT("\"invalid request\""));
-	ow_raw(&w, LIT("}"));
-	return ow_end(&w);
+		jw_raw(&w, LIT("\"invalid request\""));
+	jw_raw(&w, LIT("}"));
+	return jw_end(&w);
 }
 
 /* Dumps o (stolen) compactly onto b. */

@@ -10,37 +10,29 @@
 #include "common/rng.h"
 #include "jsonschema/schema_gen.h"
 
+/* Keeps the plan's draws apart from other users of its seed; part of a
+ * seeded run's answers: never change it. */
+#define PLAN_TAG 0x6f6c6c616d610000ULL
+
 /* The k-th draw of the plan seed: a fresh 64-bit word per purpose. */
 static uint64_t
 draw(uint64_t seed, uint64_t k)
 {
-	return rng_mix64(seed ^ rng_mix64(k + 0x6f6c6c616d610000ULL));
+	return rng_draw(seed, PLAN_TAG, k);
 }
 
 /* How many calls, and which tools (distinct, drawn). */
 static size_t
 choose_tools(const struct ollama_request *req, uint64_t seed, size_t *which)
 {
-	size_t n = req->n_tools, want, i, j, k;
+	size_t n = req->n_tools, want;
 
 	if (n == 0 || req->last_is_tool)
 		return 0;
 	want = n >= 2 ? 1 + (size_t)(draw(seed, 2) %
 	    (n < OLLAMA_PLAN_MAX_CALLS ? n : OLLAMA_PLAN_MAX_CALLS)) : 1;
-	for (i = 0; i < want; i++) {
-		/* the (r)-th tool not chosen yet */
-		size_t r = (size_t)(draw(seed, 3 + i) % (n - i));
-
-		for (k = 0; k < n; k++) {
-			for (j = 0; j < i && which[j] != k; j++)
-				;
-			if (j < i)
-				continue;
-			if (r-- == 0)
-				break;
-		}
-		which[i] = k;
-	}
+	/* the tools, distinct: draws 3.. */
+	rng_pick_distinct(seed, PLAN_TAG, 3, n, want, which);
 	return want;
 }
 

@@ -1243,7 +1243,6 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 {
 	const char *model = models[0];
 	size_t model_len = strlen(model), k;
-	json_error_t jerr;
 	json_t *root = NULL;
 	const json_t *m;
 	enum ts_err rc = TS_EINVAL;
@@ -1261,29 +1260,8 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		    "\"prompt\":\"hi\"");
 		return TS_EINVAL;
 	}
-	/* the server's body reader refuses these already
-	 * (transport/reply.h: reply_read_json); checked here too, as the
-	 * encoders and the schema generator rely on it whoever calls */
-	if (http_json_too_deep(body, len, OPENAI_MAX_DEPTH)) {
-		http_error_too_deep(err);
+	if ((root = field_body_object(body, len, err)) == NULL)
 		return TS_EINVAL;
-	}
-	/* Duplicate keys are refused, as on the lab endpoints: no silent
-	 * pick of one of them. */
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-	    &jerr);
-	if (root == NULL) {
-		http_error_set(err, 400, ERR_TYPE, "invalid_json",
-		    "The body is not valid JSON: %s at line %d, column %d.",
-		    jerr.text, jerr.line, jerr.column);
-		return TS_EINVAL;
-	}
-	if (!json_is_object(root)) {
-		http_error_set(err, 400, ERR_TYPE, "invalid_json",
-		    "The body must be a JSON object, but got %s.",
-		    field_type_name(root));
-		goto out;
-	}
 	m = json_object_get(root, "model");
 	if (!field_given(m)) {
 		field_err_missing(err, "model");

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "openai/openai.h"
+#include "proto/http.h"
+
 #define ERR_TYPE FIELD_ERR_TYPE
 
 /* True when v is the JSON string `lit` exactly (NUL bytes included). */
@@ -220,3 +223,36 @@ field_quotable(const json_t *v, size_t max)
 	return 1;
 }
 
+
+json_t *
+field_body_object(const char *body, size_t len, struct http_error *err)
+{
+	json_error_t jerr;
+	json_t *root;
+
+	/* the server's body reader refuses these already
+	 * (transport/reply.h: reply_read_json); checked here too, as the
+	 * encoders and the schema generator rely on it whoever calls */
+	if (http_json_too_deep(body, len, OPENAI_MAX_DEPTH)) {
+		http_error_too_deep(err);
+		return NULL;
+	}
+	/* Duplicate keys are refused, as on the lab endpoints: no silent
+	 * pick of one of them. */
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+	    &jerr);
+	if (root == NULL) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_json",
+		    "The body is not valid JSON: %s at line %d, column %d.",
+		    jerr.text, jerr.line, jerr.column);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_json",
+		    "The body must be a JSON object, but got %s.",
+		    field_type_name(root));
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}

@@ -80,4 +80,16 @@ size_t field_utf8_prefix(const char *s, size_t len, size_t max);
  * without NUL (printf's %.*s would stop there) or control bytes. */
 int field_quotable(const json_t *v, size_t max);
 
+/*
+ * A request body (body, len bytes, not empty: each endpoint words its own
+ * empty_body 400) as a JSON object: a new reference the caller drops, or
+ * NULL with *err, as every OpenAI-shaped endpoint refuses a body: arrays
+ * and objects nested deeper than OPENAI_MAX_DEPTH (http_error_too_deep),
+ * not JSON or a key given twice (400 invalid_json with jansson's message,
+ * line and column), JSON that is not an object (400 invalid_json naming
+ * its type). NUL bytes in strings are allowed (\u0000).
+ */
+json_t *field_body_object(const char *body, size_t len,
+    struct http_error *err);
+
 #endif /* TS_OPENAI_PARSE_FIELD_H */

@@ -11,11 +11,15 @@
 #include "backend/backend.h"
 #include "jsonschema/schema_gen.h"
 
+/* Keeps the plan's draws apart from other users of its seed; part of a
+ * seeded run's answers: never change it. */
+#define PLAN_TAG 0x706c616e00000000ULL
+
 /* The k-th draw of the plan seed: a fresh 64-bit word per purpose. */
 static uint64_t
 draw(uint64_t seed, uint64_t k)
 {
-	return rng_mix64(seed ^ rng_mix64(k + 0x706c616e00000000ULL));
+	return rng_draw(seed, PLAN_TAG, k);
 }
 
 static void
@@ -41,7 +45,7 @@ call_id(uint64_t seed, size_t i, char *out)
 static size_t
 choose_tools(const struct openai_request *req, uint64_t seed, size_t *which)
 {
-	size_t n = req->n_tools, want, i, j, k;
+	size_t n = req->n_tools, want;
 
 	if (n == 0 || req->tool_choice == OPENAI_TOOL_NONE)
 		return 0;
@@ -61,20 +65,8 @@ choose_tools(const struct openai_request *req, uint64_t seed, size_t *which)
 	if (req->parallel_tool_calls && n >= 2)
 		want = 1 + (size_t)(draw(seed, 2) % (n < OPENAI_PLAN_MAX_CALLS ?
 		    n : OPENAI_PLAN_MAX_CALLS));
-	for (i = 0; i < want; i++) {
-		/* the (r)-th tool not chosen yet */
-		size_t r = (size_t)(draw(seed, 3 + i) % (n - i));
-
-		for (k = 0; k < n; k++) {
-			for (j = 0; j < i && which[j] != k; j++)
-				;
-			if (j < i)
-				continue;
-			if (r-- == 0)
-				break;
-		}
-		which[i] = k;
-	}
+	/* the tools, distinct: draws 3.. */
+	rng_pick_distinct(seed, PLAN_TAG, 3, n, want, which);
 	return want;
 }
 

@@ -17,42 +17,20 @@
 
 /*
  * The body as a JSON object, or NULL with *err: empty (400 empty_body,
- * with an example), too deep, not JSON, duplicate keys, not an object
- * (400 invalid_json), as openai_parse_request refuses them.
+ * with an example), or as field_body_object refuses it (too deep, not
+ * JSON, duplicate keys, not an object), as openai_parse_request does.
  */
 static json_t *
 body_object(const char *body, size_t len, const char *example,
     struct http_error *err)
 {
-	json_error_t jerr;
-	json_t *root;
-
 	if (len == 0) {
 		http_error_set(err, 400, ERR_TYPE, "empty_body",
 		    "The request body is empty: send a JSON object such as "
 		    "%s", example);
 		return NULL;
 	}
-	if (http_json_too_deep(body, len, OPENAI_MAX_DEPTH)) {
-		http_error_too_deep(err);
-		return NULL;
-	}
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-	    &jerr);
-	if (root == NULL) {
-		http_error_set(err, 400, ERR_TYPE, "invalid_json",
-		    "The body is not valid JSON: %s at line %d, column %d.",
-		    jerr.text, jerr.line, jerr.column);
-		return NULL;
-	}
-	if (!json_is_object(root)) {
-		http_error_set(err, 400, ERR_TYPE, "invalid_json",
-		    "The body must be a JSON object, but got %s.",
-		    field_type_name(root));
-		json_decref(root);
-		return NULL;
-	}
-	return root;
+	return field_body_object(body, len, err);
 }
 
 /* "model": absent or null (vLLM's default: the served model), or a

@@ -349,6 +349,7 @@ void
 relay_hold(struct relay *r, int64_t until)
 {
 	r->hold_until = until;
+	r->keepalive_ns = 0;    /* silent: not even a keep-alive */
 }
 
 int64_t

@@ -221,8 +221,9 @@ int64_t relay_deadline(const struct relay *r);
 /*
  * Holds the response open until `until` (ns, the relay's clock): its end
  * is not encoded before then even when every choice has finished, so the
- * connection stays open and silent (an injected timeout: its sequence
- * ends at once, the client still waits). Once every choice has ended the
+ * connection stays open and silent, without keep-alives whatever its ops
+ * (an injected timeout: its sequence ends at once, the client still
+ * waits). Once every choice has ended the
  * relay releases their sequences (engine_release) instead of holding them
  * to the end, so a hold costs no slot nor a place in admission's count of
  * held streams. Its end op then sees choice 0's view without token ids
