@@ -402,14 +402,6 @@ static const struct relay_ops msg_answer_ops = {
 	.free = msg_resp_free,
 };
 
-/* An injected timeout: not a byte, then the connection closes. */
-static const struct relay_ops msg_silent_ops = {
-	.token = msg_collect_token,
-	.keepalive = NULL,
-	.end = msg_answer_end,
-	.free = msg_resp_free,
-};
-
 /*
  * Failure injection as on /v1 (v1.c v1_inject, handlers/inject.h), the
  * errors in Anthropic's shape: rate_limit 429 rate_limit_error with
@@ -682,9 +674,12 @@ msg_start(struct server *srv, struct reply *rp, struct msg_resp *mr,
 			return 1;
 	}
 	env = server_relay_env(srv);
+	/* an injected timeout (silent) collects, writes nothing and has no
+	 * keep-alives (relay_hold) */
 	relay_init(&mr->relay, &env, &mr->reply, s, mr->start, mj->stop,
-	    mj->stop_len, mj->job.nstop, mr->silent == MSG_SILENT_ALL ? &msg_silent_ops :
-	    mr->req.stream ? &msg_stream_ops : &msg_answer_ops, mr);
+	    mj->stop_len, mj->job.nstop, mr->req.stream &&
+	    mr->silent != MSG_SILENT_ALL ? &msg_stream_ops : &msg_answer_ops,
+	    mr);
 	if (mr->silent == MSG_SILENT_ALL)
 		relay_hold(&mr->relay, rp->t0 +
 		    ts_ms_to_ns(MSG_INJECT_TIMEOUT_MS));
