@@ -408,6 +408,7 @@ load_plan_next(struct rng *r, const struct load_range *prompt,
 {
 	double u;
 
+	memset(out, 0, sizeof(*out));
 	out->prompt_tokens = prompt->min == prompt->max ? prompt->min :
 	    load_rng_range(r, prompt->min, prompt->max);
 	out->output_tokens = output->min == output->max ? output->min :

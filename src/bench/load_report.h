@@ -186,8 +186,9 @@ struct load_plan {
 	long output_tokens;     /* sent as max_tokens */
 	long abandon_after;     /* hang up after this many tokens; 0 never */
 	uint64_t index;         /* 0-based, in the order of starts (the
-				 * schedule's; load_plan_next() leaves it) */
-	int warmup;             /* a --warmup request, counted nowhere */
+				 * schedule's; load_plan_next() sets 0) */
+	int warmup;             /* a --warmup request, counted nowhere
+				 * (load_plan_next() sets 0) */
 };
 
 /*
