@@ -599,7 +599,11 @@ cmd_load_dataset(struct cmd_load_run *run)
 	memset(&err, 0, sizeof(err));
 	rc = load_dataset_read(o->dataset_path, LOAD_DATASET_FILE_MAX, &buf,
 	    &len, &err);
-	if (rc == TS_OK) {
+	if (rc != TS_OK) {
+		msg_err("--dataset: %s", err.text);     /* it names the file */
+		return 2;
+	}
+	{
 		rc = o->dataset == LOAD_DS_SHAREGPT ?
 		    load_dataset_sharegpt(buf, len, &run->ds, &err) :
 		    load_dataset_jsonl(buf, len, LOAD_OUTPUT_TOKENS_LIMIT,

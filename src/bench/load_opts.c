@@ -600,11 +600,12 @@ load_opts_workload(struct load_opts *o, int have_start, int have_end)
 			return msg_usage("load", "--ramp-up-start-rps %g is "
 			    "more than --ramp-up-end-rps %g", t->ramp_start,
 			    t->ramp_end);
-		if (!(t->ramp_start > 0) && (t->ramp == LOAD_RAMP_EXPONENTIAL
-		    || t->requests < 2 || !(t->ramp_end > 0)))
-			return msg_usage("load", "--ramp-up-start-rps must be "
-			    "> 0 for an exponential ramp (and a rate of 0 "
-			    "never sends the first request's successors)");
+		if (!(t->ramp_start > 0) && t->ramp == LOAD_RAMP_EXPONENTIAL)
+			return msg_usage("load", "an exponential ramp-up needs "
+			    "--ramp-up-start-rps > 0");
+		if (!(t->ramp_end > 0))
+			return msg_usage("load", "--ramp-up-end-rps must be "
+			    "> 0");
 		/* open loop; request 0 arrives at once, later gaps ramp */
 		t->rate = t->ramp_start > 0 ? t->ramp_start : t->ramp_end;
 	}
