@@ -603,13 +603,11 @@ cmd_load_dataset(struct cmd_load_run *run)
 		msg_err("--dataset: %s", err.text);     /* it names the file */
 		return 2;
 	}
-	{
-		rc = o->dataset == LOAD_DS_SHAREGPT ?
-		    load_dataset_sharegpt(buf, len, &run->ds, &err) :
-		    load_dataset_jsonl(buf, len, LOAD_OUTPUT_TOKENS_LIMIT,
-		    &run->ds, &err);
-		free(buf);
-	}
+	rc = o->dataset == LOAD_DS_SHAREGPT ?
+	    load_dataset_sharegpt(buf, len, &run->ds, &err) :
+	    load_dataset_jsonl(buf, len, LOAD_OUTPUT_TOKENS_LIMIT, &run->ds,
+	    &err);
+	free(buf);
 	for (i = 0; rc == TS_OK && i < run->ds.n; i++) {
 		e = &run->ds.v[i];
 		err.line = o->dataset == LOAD_DS_JSONL ? e->line : 0;
@@ -620,9 +618,10 @@ cmd_load_dataset(struct cmd_load_run *run)
 			rc = TS_EINVAL;
 		} else if (o->endpoint == LOAD_EP_STREAM &&
 		    strlen(e->prompt) > CMD_LOAD_STREAM_PROMPT_MAX) {
-			snprintf(err.text, sizeof(err.text), "entry %ld: a "
-			    "prompt of %zu bytes is too long for a /stream URI "
-			    "(at most %d); use a POST --endpoint", e->line,
+			snprintf(err.text, sizeof(err.text), "%s%sa prompt of "
+			    "%zu bytes is too long for a /stream URI (at most "
+			    "%d); use a POST --endpoint", err.line ? "" :
+			    "a conversation's ", err.line ? "" : "first turn: ",
 			    strlen(e->prompt), CMD_LOAD_STREAM_PROMPT_MAX);
 			rc = TS_EINVAL;
 		}
