@@ -618,11 +618,12 @@ cmd_load_dataset(struct cmd_load_run *run)
 			rc = TS_EINVAL;
 		} else if (o->endpoint == LOAD_EP_STREAM &&
 		    strlen(e->prompt) > CMD_LOAD_STREAM_PROMPT_MAX) {
-			snprintf(err.text, sizeof(err.text), "%s%sa prompt of "
-			    "%zu bytes is too long for a /stream URI (at most "
-			    "%d); use a POST --endpoint", err.line ? "" :
-			    "a conversation's ", err.line ? "" : "first turn: ",
-			    strlen(e->prompt), CMD_LOAD_STREAM_PROMPT_MAX);
+			/* jsonl only: ShareGPT's prompts are at most 1024
+			 * tokens of 4 bytes */
+			snprintf(err.text, sizeof(err.text), "a prompt of %zu "
+			    "bytes is too long for a /stream URI (at most %d); "
+			    "use a POST --endpoint", strlen(e->prompt),
+			    CMD_LOAD_STREAM_PROMPT_MAX);
 			rc = TS_EINVAL;
 		}
 	}
