@@ -14,6 +14,20 @@
 #include "bench/load_opts.h"
 #include "bench/load_report.h"
 
+/* One measured request, for --save-detailed (vLLM's per-request arrays
+ * of vllm/benchmarks/serve.py's result: input_lens, output_lens, ttfts,
+ * itls, errors). */
+struct load_detail {
+	int set;                /* the request ended */
+	long input_len;         /* the server's prompt count, else the
+				 * plan's (or the file's estimate) */
+	long output_len;        /* output tokens; 0 for a failure */
+	double ttft_s;          /* seconds; 0 without a token */
+	double *itl_s;          /* gaps between token events, seconds */
+	size_t nitl;
+	char *error;            /* "" when it completed */
+};
+
 /* Everything a run counted, for its report. */
 struct load_run {
 	const struct load_opts *o;
@@ -25,6 +39,10 @@ struct load_run {
 	double client_cpu_s;    /* user + system CPU time of tokbench */
 	double start_backlog_ms;   /* longest spell of starts due and not
 				    * yet made (load_drive.h) */
+	size_t warmup_completed, warmup_failed; /* --warmup, apart */
+	size_t dataset_entries, dataset_skipped;        /* a file's */
+	struct load_detail *detail;     /* by plan index; --save-detailed */
+	size_t ndetail;
 };
 
 #endif /* BENCH_LOAD_H */

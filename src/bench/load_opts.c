@@ -17,9 +17,16 @@
 #define LOAD_DEFAULT_PROMPT_TOKENS 32
 #define LOAD_DEFAULT_OUTPUT_TOKENS 64
 #define LOAD_DEFAULT_TIMEOUT_S 60.0
-/* lighttpd refuses a URI over ~32 KB; "+hello" is 6 bytes a token */
+/* lighttpd refuses a URI over ~32 KB; "+hello" and every random word
+ * (words.h) are at most 6 bytes a token */
 #define LOAD_PROMPT_TOKENS_MAX 4000
-#define LOAD_OUTPUT_TOKENS_MAX 8192     /* the server's max_tokens cap */
+/* POST endpoints: the body, not the URI; 131072 tokens (a 128K context)
+ * is at most 768 KiB of random words a request */
+#define LOAD_PROMPT_TOKENS_MAX_POST 131072
+#define LOAD_WARMUP_MAX 100000
+#define LOAD_BURSTINESS_MIN 0.001
+#define LOAD_BURSTINESS_MAX 1000.0
+#define LOAD_OUTPUT_TOKENS_MAX LOAD_OUTPUT_TOKENS_LIMIT
 #define LOAD_CONCURRENCY_MAX 100000
 #define LOAD_REQUESTS_MAX 100000000L
 #define LOAD_RATE_MAX 1e6               /* requests per second */
@@ -38,6 +45,15 @@ static const char load_opts_usage[] =
     "  -r, --rate R              open loop: Poisson arrivals, R requests/s\n"
     "      --max-concurrency M   open loop: at most M in flight; arrivals "
     "wait\n"
+    "      --burstiness B        open loop: gamma inter-arrival times of "
+    "shape B\n"
+    "                            (default 1: Poisson; < 1 burstier, > 1 "
+    "steadier)\n"
+    "      --ramp-up-strategy linear|exponential  open loop instead of "
+    "--rate:\n"
+    "                            the rate goes from --ramp-up-start-rps "
+    "R0 to\n"
+    "                            --ramp-up-end-rps R1 over --requests N\n"
     "Bound (at least one; both: whichever comes first):\n"
     "  -n, --requests N          start N requests\n"
     "  -d, --duration S          start no request after S seconds; those "
@@ -47,15 +63,14 @@ static const char load_opts_usage[] =
     "  -u, --url BASE            server base URL (default "
     OPTS_DEFAULT_URL ")\n"
     "      --prompt-tokens N|MIN:MAX  prompt length in tokens, fixed or\n"
-    "                            uniform (default 32, at most 4000): "
-    "\"hello\"\n"
-    "                            repeated, one token each in tokstream's\n"
-    "                            vocabulary (other tokenizers: about N)\n"
+    "                            uniform (default 32; at most 4000 on\n"
+    "                            /stream, 131072 on the POST endpoints)\n"
     "      --output-tokens N|MIN:MAX  max_tokens, fixed or uniform "
-    "(default 64)\n"
-    "      --seed N              PRNG seed of arrivals, lengths and "
-    "abandons\n"
-    "                            (default 0; same seed, same plan)\n"
+    "(default 64;\n"
+    "                            with a file: instead of its lengths)\n"
+    "      --seed N              PRNG seed of arrivals, prompts, lengths "
+    "and\n"
+    "                            abandons (default 0; same seed, same plan)\n"
     "      --tpot-ms MS          ask the server for this TPOT (tpot_ms=)\n"
     "      --prefill-ms MS       ask the server for this prefill "
     "(prefill_ms=)\n"
@@ -86,6 +101,30 @@ static const char load_opts_usage[] =
     "      --endpoint /api/chat, /api/generate  Ollama's API (NDJSON; TTFT\n"
     "                            at the first line with content, output\n"
     "                            tokens from the last line's eval_count)\n"
+    "Workload (vllm bench serve's datasets):\n"
+    "      --dataset random      (default) each request its own random "
+    "words,\n"
+    "                            one token each in tokstream's "
+    "vocabulary\n"
+    "                            (other tokenizers: about one), from "
+    "--seed:\n"
+    "                            no two prompts share a prefix\n"
+    "      --random-prefix-len N  random: N words shared by every prompt, "
+    "in\n"
+    "                            front of its --prompt-tokens own "
+    "(vLLM's)\n"
+    "      --dataset repeat      \"hello\" repeated, the same prompt "
+    "for all\n"
+    "      --dataset sharegpt FILE  ShareGPT JSON: the first turn the "
+    "prompt,\n"
+    "                            the reply's length (4 bytes a token) "
+    "the\n"
+    "                            output length, shuffled with --seed\n"
+    "      --dataset jsonl FILE  one {\"prompt\"|\"messages\", "
+    "\"output_tokens\"}\n"
+    "                            a line; a file is at most 1 GiB\n"
+    "      --warmup N            run N requests first, left out of "
+    "every number\n"
     "Reasoning (TTFR: time to the first reasoning token, apart from TTFT):\n"
     "      --thinking-budget N   /v1/messages: \"thinking\":{\"type\":\n"
     "                            \"enabled\",\"budget_tokens\":N}, N below\n"
@@ -100,6 +139,18 @@ static const char load_opts_usage[] =
     "      --json FILE           also write the report as one JSON object\n"
     "                            (\"-\": on stdout; the text goes to "
     "stderr)\n"
+    "      --percentile-metrics LIST  metrics with percentiles, of ttft,"
+    "tpot,\n"
+    "                            itl,e2el (vLLM's; default with the next: "
+    "ttft,\n"
+    "                            tpot,itl; without either: all, P90 and "
+    "P99)\n"
+    "      --metric-percentiles LIST  percentiles, e.g. 50,90,99.9 "
+    "(default 99)\n"
+    "      --save-detailed       per-request input_lens, output_lens, "
+    "ttfts,\n"
+    "                            itls (seconds, as vLLM) and errors in "
+    "the JSON\n"
     "  -q, --quiet               no progress lines on stderr\n"
     "Exit status: 0 report written, 1 nothing measured (no request "
     "completed\n"
@@ -127,7 +178,17 @@ enum {
 	LOAD_OPT_IGNORE_EOS,
 	LOAD_OPT_THINKING_BUDGET,
 	LOAD_OPT_REASONING_EFFORT,
-	LOAD_OPT_THINK
+	LOAD_OPT_THINK,
+	LOAD_OPT_DATASET,
+	LOAD_OPT_RANDOM_PREFIX_LEN,
+	LOAD_OPT_WARMUP,
+	LOAD_OPT_BURSTINESS,
+	LOAD_OPT_RAMP_STRATEGY,
+	LOAD_OPT_RAMP_START,
+	LOAD_OPT_RAMP_END,
+	LOAD_OPT_PCT_METRICS,
+	LOAD_OPT_METRIC_PCTS,
+	LOAD_OPT_SAVE_DETAILED
 };
 
 static const struct option load_opts_longopts[] = {
@@ -156,6 +217,17 @@ static const struct option load_opts_longopts[] = {
 	{"reasoning-effort", required_argument, NULL,
 	    LOAD_OPT_REASONING_EFFORT},
 	{"think", no_argument, NULL, LOAD_OPT_THINK},
+	{"dataset", required_argument, NULL, LOAD_OPT_DATASET},
+	{"random-prefix-len", required_argument, NULL,
+	    LOAD_OPT_RANDOM_PREFIX_LEN},
+	{"warmup", required_argument, NULL, LOAD_OPT_WARMUP},
+	{"burstiness", required_argument, NULL, LOAD_OPT_BURSTINESS},
+	{"ramp-up-strategy", required_argument, NULL, LOAD_OPT_RAMP_STRATEGY},
+	{"ramp-up-start-rps", required_argument, NULL, LOAD_OPT_RAMP_START},
+	{"ramp-up-end-rps", required_argument, NULL, LOAD_OPT_RAMP_END},
+	{"percentile-metrics", required_argument, NULL, LOAD_OPT_PCT_METRICS},
+	{"metric-percentiles", required_argument, NULL, LOAD_OPT_METRIC_PCTS},
+	{"save-detailed", no_argument, NULL, LOAD_OPT_SAVE_DETAILED},
 	{"quiet", no_argument, NULL, LOAD_OPT_QUIET},
 	OPTS_LONG_HELP,
 	OPTS_LONG_END
@@ -230,13 +302,115 @@ load_opts_spec(const char *opt, enum ts_err rc,
 	    perr->position, perr->text);
 }
 
+/* --percentile-metrics: a comma list of ttft, tpot, itl, e2el (vLLM's
+ * selected_percentile_metrics). Returns -1 to go on, else 2. */
+static int
+load_opts_pct_metrics(struct load_opts *o)
+{
+	static const char *const names[] = {"ttft", "tpot", "itl", "e2el"};
+	const char *p = optarg, *e;
+	unsigned bits = 0;
+	size_t i, n;
+
+	for (;;) {
+		e = strchr(p, ',');
+		n = e != NULL ? (size_t)(e - p) : strlen(p);
+		for (i = 0; i < 4; i++)
+			if (strlen(names[i]) == n && strncmp(p, names[i], n) == 0)
+				break;
+		if (i == 4)
+			return msg_usage("load", "bad --percentile-metrics "
+			    "'%s' at %d: want a comma list of ttft, tpot, itl, "
+			    "e2el", optarg, (int)(p - optarg));
+		bits |= 1u << i;
+		if (e == NULL)
+			break;
+		p = e + 1;
+	}
+	o->pct_metrics = bits;
+	return -1;
+}
+
+/* --metric-percentiles: a comma list of numbers in (0, 100] (vLLM's
+ * selected_percentiles, floats). Returns -1 to go on, else 2. */
+static int
+load_opts_metric_pcts(struct load_opts *o)
+{
+	char tok[32];
+	const char *p = optarg, *e;
+	size_t n;
+	double v;
+
+	o->npcts = 0;
+	for (;;) {
+		e = strchr(p, ',');
+		n = e != NULL ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || n >= sizeof(tok) || o->npcts == LOAD_PCTS_MAX)
+			goto bad;
+		memcpy(tok, p, n);
+		tok[n] = '\0';
+		if (load_parse_number(tok, 0.0, 100.0, &v) != TS_OK ||
+		    !(v > 0))
+			goto bad;
+		o->pcts[o->npcts++] = v;
+		if (e == NULL)
+			return -1;
+		p = e + 1;
+	}
+bad:
+	o->npcts = 0;
+	return msg_usage("load", "bad --metric-percentiles '%s' at %d: want "
+	    "a comma list of at most %d numbers > 0 and <= 100", optarg,
+	    (int)(p - optarg), LOAD_PCTS_MAX);
+}
+
+/* --ramp-up-start-rps / --ramp-up-end-rps: requests/s in [0, max]. */
+static int
+load_opts_rps(const char *opt, double *out)
+{
+	if (load_parse_number(optarg, 0.0, LOAD_RATE_MAX, out) == TS_OK)
+		return -1;
+	return msg_usage("load", "bad %s '%s': want requests per second, a "
+	    "number from 0 to %g", opt, optarg, LOAD_RATE_MAX);
+}
+
+/*
+ * --dataset NAME [FILE]: sharegpt and jsonl take the next argument as
+ * their file (vllm bench serve's --dataset-name and --dataset-path in
+ * one). Returns -1 to go on, else 2.
+ */
+static int
+load_opts_dataset(int argc, char **argv, struct load_opts *o)
+{
+	if (strcmp(optarg, "random") == 0)
+		o->dataset = LOAD_DS_RANDOM;
+	else if (strcmp(optarg, "repeat") == 0)
+		o->dataset = LOAD_DS_REPEAT;
+	else if (strcmp(optarg, "sharegpt") == 0)
+		o->dataset = LOAD_DS_SHAREGPT;
+	else if (strcmp(optarg, "jsonl") == 0)
+		o->dataset = LOAD_DS_JSONL;
+	else
+		return msg_usage("load", "bad --dataset '%s': want random, "
+		    "repeat, sharegpt FILE or jsonl FILE", optarg);
+	o->dataset_path = NULL;
+	if (o->dataset == LOAD_DS_SHAREGPT || o->dataset == LOAD_DS_JSONL) {
+		if (optind >= argc || argv[optind][0] == '\0' ||
+		    (argv[optind][0] == '-' && argv[optind][1] != '\0'))
+			return msg_usage("load", "--dataset %s needs a FILE "
+			    "after it", optarg);
+		o->dataset_path = argv[optind++];
+	}
+	return -1;
+}
+
 /*
  * Applies option c (getopt's optarg) to *o; *url and *have_abandon note
  * --url and --abandon. Returns -1 to go on, else the exit status.
  */
 static int
-load_opts_one(int c, char **argv, struct load_opts *o, const char **url,
-    int *have_abandon)
+load_opts_one(int c, int argc, char **argv, struct load_opts *o,
+    const char **url, int *have_abandon)
 {
 	struct load_traffic *t = &o->traffic;
 	struct load_perr perr;
@@ -270,10 +444,12 @@ load_opts_one(int c, char **argv, struct load_opts *o, const char **url,
 		return load_opts_seconds("--duration", LOAD_DURATION_MAX,
 		    &t->duration_s);
 	case LOAD_OPT_PROMPT_TOKENS:
+		o->prompt_given = 1;
 		return load_opts_spec("--prompt-tokens",
-		    load_parse_range(optarg, 1, LOAD_PROMPT_TOKENS_MAX,
+		    load_parse_range(optarg, 1, LOAD_PROMPT_TOKENS_MAX_POST,
 		    &t->prompt, &perr), &perr);
 	case LOAD_OPT_OUTPUT_TOKENS:
+		o->output_given = 1;
 		return load_opts_spec("--output-tokens",
 		    load_parse_range(optarg, 1, LOAD_OUTPUT_TOKENS_MAX,
 		    &t->output, &perr), &perr);
@@ -338,6 +514,41 @@ load_opts_one(int c, char **argv, struct load_opts *o, const char **url,
 	case LOAD_OPT_THINK:
 		o->think = 1;
 		return -1;
+	case LOAD_OPT_DATASET:
+		return load_opts_dataset(argc, argv, o);
+	case LOAD_OPT_RANDOM_PREFIX_LEN:
+		return load_opts_long("--random-prefix-len", "tokens", 0,
+		    LOAD_PROMPT_TOKENS_MAX_POST, &o->random_prefix_len);
+	case LOAD_OPT_WARMUP:
+		return load_opts_long("--warmup", "requests", 0,
+		    LOAD_WARMUP_MAX, &o->warmup);
+	case LOAD_OPT_BURSTINESS:
+		if (load_parse_number(optarg, LOAD_BURSTINESS_MIN,
+		    LOAD_BURSTINESS_MAX, &t->burstiness) != TS_OK)
+			return msg_usage("load", "bad --burstiness '%s': want "
+			    "a number from %g to %g (1: Poisson)", optarg,
+			    LOAD_BURSTINESS_MIN, LOAD_BURSTINESS_MAX);
+		return -1;
+	case LOAD_OPT_RAMP_STRATEGY:
+		if (strcmp(optarg, "linear") == 0)
+			t->ramp = LOAD_RAMP_LINEAR;
+		else if (strcmp(optarg, "exponential") == 0)
+			t->ramp = LOAD_RAMP_EXPONENTIAL;
+		else
+			return msg_usage("load", "bad --ramp-up-strategy '%s': "
+			    "want linear or exponential", optarg);
+		return -1;
+	case LOAD_OPT_RAMP_START:
+		return load_opts_rps("--ramp-up-start-rps", &t->ramp_start);
+	case LOAD_OPT_RAMP_END:
+		return load_opts_rps("--ramp-up-end-rps", &t->ramp_end);
+	case LOAD_OPT_PCT_METRICS:
+		return load_opts_pct_metrics(o);
+	case LOAD_OPT_METRIC_PCTS:
+		return load_opts_metric_pcts(o);
+	case LOAD_OPT_SAVE_DETAILED:
+		o->save_detailed = 1;
+		return -1;
 	case LOAD_OPT_MODEL:
 		if (optarg[0] == '\0' || strlen(optarg) > 256 ||
 		    !load_opts_utf8(optarg))
@@ -360,6 +571,71 @@ load_opts_one(int c, char **argv, struct load_opts *o, const char **url,
 	}
 }
 
+/*
+ * The checks of the workload and traffic options that need every option
+ * (after vllm bench serve's: ramp-up replaces --rate and needs both
+ * rates, start <= end, an exponential ramp a start > 0). Returns -1 to
+ * go on, else 2.
+ */
+static int
+load_opts_workload(struct load_opts *o, int have_start, int have_end)
+{
+	struct load_traffic *t = &o->traffic;
+	int file = o->dataset == LOAD_DS_SHAREGPT ||
+	    o->dataset == LOAD_DS_JSONL;
+	long longest = t->prompt.max + o->random_prefix_len;
+
+	if (t->ramp != LOAD_RAMP_NONE || have_start || have_end) {
+		if (t->ramp == LOAD_RAMP_NONE || !have_start || !have_end)
+			return msg_usage("load", "--ramp-up-strategy, "
+			    "--ramp-up-start-rps and --ramp-up-end-rps go "
+			    "together");
+		if (t->rate > 0 || t->concurrency > 0)
+			return msg_usage("load", "a ramp-up sets the rate: "
+			    "leave out --rate and --concurrency");
+		if (t->requests == 0)
+			return msg_usage("load", "a ramp-up runs over "
+			    "--requests N: give it");
+		if (t->ramp_start > t->ramp_end)
+			return msg_usage("load", "--ramp-up-start-rps %g is "
+			    "more than --ramp-up-end-rps %g", t->ramp_start,
+			    t->ramp_end);
+		if (!(t->ramp_start > 0) && t->ramp == LOAD_RAMP_EXPONENTIAL)
+			return msg_usage("load", "an exponential ramp-up needs "
+			    "--ramp-up-start-rps > 0");
+		if (!(t->ramp_end > 0))
+			return msg_usage("load", "--ramp-up-end-rps must be "
+			    "> 0");
+		/* open loop; request 0 arrives at once, later gaps ramp */
+		t->rate = t->ramp_start > 0 ? t->ramp_start : t->ramp_end;
+	}
+	if (t->burstiness != 1.0 && t->rate == 0)
+		return msg_usage("load", "--burstiness shapes the arrivals of "
+		    "--rate or a ramp-up (open loop)");
+	if (o->random_prefix_len > 0 && o->dataset != LOAD_DS_RANDOM)
+		return msg_usage("load", "--random-prefix-len is for --dataset "
+		    "random");
+	if (file && o->prompt_given)
+		return msg_usage("load", "--prompt-tokens is for --dataset "
+		    "random and repeat: a file's prompts are its own");
+	if (o->endpoint == LOAD_EP_STREAM && longest > LOAD_PROMPT_TOKENS_MAX)
+		return msg_usage("load", "a /stream prompt is at most %d "
+		    "tokens (its URI; the POST endpoints take %d): %ld asked",
+		    LOAD_PROMPT_TOKENS_MAX, LOAD_PROMPT_TOKENS_MAX_POST,
+		    longest);
+	if (longest > LOAD_PROMPT_TOKENS_MAX_POST)
+		return msg_usage("load", "--random-prefix-len plus "
+		    "--prompt-tokens is %ld, more than %d", longest,
+		    LOAD_PROMPT_TOKENS_MAX_POST);
+	if (o->pct_metrics != 0 && o->npcts == 0) {
+		o->pcts[0] = 99.0;      /* vLLM's default */
+		o->npcts = 1;
+	}
+	if (o->npcts > 0 && o->pct_metrics == 0)
+		o->pct_metrics = LOAD_PM_TTFT | LOAD_PM_TPOT | LOAD_PM_ITL;
+	return -1;
+}
+
 /* The checks that need every option come after the loop. */
 int
 load_opts_parse(int argc, char **argv, struct load_opts *o)
@@ -367,6 +643,7 @@ load_opts_parse(int argc, char **argv, struct load_opts *o)
 	struct load_traffic *t = &o->traffic;
 	const char *url = OPTS_DEFAULT_URL;
 	int c, ret, have_abandon = 0;
+	int have_ramp_start = 0, have_ramp_end = 0;
 
 	memset(o, 0, sizeof(*o));
 	t->prompt.min = t->prompt.max = LOAD_DEFAULT_PROMPT_TOKENS;
@@ -374,19 +651,25 @@ load_opts_parse(int argc, char **argv, struct load_opts *o)
 	o->timeout_s = LOAD_DEFAULT_TIMEOUT_S;
 	o->tpot_ms = -1;
 	o->prefill_ms = -1;
+	t->burstiness = 1.0;
+	t->ramp_start = t->ramp_end = -1;
 	load_slo_init(&o->slo);
 
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":hqu:c:r:n:d:",
 	    load_opts_longopts, NULL)) != -1) {
-		ret = load_opts_one(c, argv, o, &url, &have_abandon);
+		ret = load_opts_one(c, argc, argv, o, &url, &have_abandon);
 		if (ret >= 0)
 			return ret;
 	}
 	if (optind < argc)
 		return msg_usage("load", "unexpected argument '%s'",
 		    argv[optind]);
+	have_ramp_start = t->ramp_start >= 0;
+	have_ramp_end = t->ramp_end >= 0;
+	if ((ret = load_opts_workload(o, have_ramp_start, have_ramp_end)) >= 0)
+		return ret;
 	if (t->concurrency > 0 && t->rate > 0)
 		return msg_usage("load", "--concurrency (closed loop) and "
 		    "--rate (open loop) exclude each other");

@@ -6,6 +6,7 @@
 #ifndef BENCH_LOAD_OPTS_H
 #define BENCH_LOAD_OPTS_H
 
+#include "bench/dataset.h"
 #include "bench/load_report.h"
 #include "bench/load_sched.h"
 
@@ -21,6 +22,19 @@ enum load_endpoint {
 
 /* The path of an endpoint ("/stream", "/v1/messages", ...). */
 const char *load_endpoint_path(enum load_endpoint ep);
+
+/* The metrics of --percentile-metrics (vLLM's names), as bits. */
+#define LOAD_PM_TTFT 1u
+#define LOAD_PM_TPOT 2u
+#define LOAD_PM_ITL 4u
+#define LOAD_PM_E2EL 8u
+
+/* Most percentiles --metric-percentiles takes. */
+#define LOAD_PCTS_MAX 16
+
+/* The largest --output-tokens (the server's max_tokens cap), and so of a
+ * jsonl line's "output_tokens". */
+#define LOAD_OUTPUT_TOKENS_LIMIT 8192
 
 /* Settings from the command line. */
 struct load_opts {
@@ -39,6 +53,20 @@ struct load_opts {
 	long tpot_ms, prefill_ms;       /* sent when >= 0 */
 	const char *json_path;  /* --json FILE or "-"; NULL none; argv */
 	int quiet;
+	/* workloads (dataset.h) */
+	enum load_dataset_kind dataset;         /* --dataset */
+	const char *dataset_path;       /* sharegpt, jsonl: FILE; argv */
+	long random_prefix_len; /* --random-prefix-len: shared words */
+	int output_given;       /* --output-tokens was given */
+	int prompt_given;       /* --prompt-tokens was given */
+	long warmup;            /* --warmup N: requests before the run */
+	/* report */
+	unsigned pct_metrics;   /* --percentile-metrics bits; 0 = not
+				 * given: every metric, tokbench's P90
+				 * and P99 */
+	double pcts[LOAD_PCTS_MAX];     /* --metric-percentiles */
+	size_t npcts;           /* 0 = not given */
+	int save_detailed;      /* --save-detailed: per-request arrays */
 };
 
 /*

@@ -72,6 +72,70 @@ load_output_stat(const struct load_metric *m, size_t i)
 	return v;
 }
 
+static void load_output_metric(FILE *f, const char *title,
+    const char *abbr, const struct load_metric *m);
+
+/* A percentile as vLLM names it: "99", "99.9" (str(int(p)) when p is
+ * whole, else str(p)). */
+static void
+load_output_pword(char *buf, size_t n, double p)
+{
+	if (p == (double)(long)p)
+		snprintf(buf, n, "%ld", (long)p);
+	else
+		snprintf(buf, n, "%.10g", p);
+}
+
+/* The block of a metric with --metric-percentiles: mean, median and each
+ * percentile asked for, over the samples s (vLLM's process_one_metric). */
+static void
+load_output_metric_pcts(FILE *f, const struct load_opts *o,
+    const char *title, const char *abbr, const struct load_metric *m,
+    const struct load_samples *s)
+{
+	char label[64], pw[32];
+	double v;
+	size_t i;
+
+	load_output_title(f, title, '-');
+	for (i = 0; i < 2; i++) {
+		snprintf(label, sizeof(label), "%s %s (ms):", i ? "Median" :
+		    "Mean", abbr);
+		if (m->n > 0)
+			load_output_f(f, label, i ? m->median : m->mean);
+		else
+			fprintf(f, "%-40s n/a\n", label);
+	}
+	for (i = 0; i < o->npcts; i++) {
+		load_output_pword(pw, sizeof(pw), o->pcts[i]);
+		snprintf(label, sizeof(label), "P%s %s (ms):", pw, abbr);
+		if (stats_percentile(s->v, s->n, o->pcts[i], &v) == TS_OK)
+			load_output_f(f, label, v);
+		else
+			fprintf(f, "%-40s n/a\n", label);
+	}
+}
+
+/* The block of one metric: mean, median, p90, p99 (n/a without data);
+ * with --metric-percentiles those asked for instead, and with
+ * --percentile-metrics only for the metrics named (`bit`; 0: a metric
+ * tokbench adds, always shown). */
+static void
+load_output_metric_sel(FILE *f, const struct load_run *run, unsigned bit,
+    const char *title, const char *abbr, const struct load_metric *m,
+    const struct load_samples *s)
+{
+	const struct load_opts *o = run->o;
+
+	if (o->npcts == 0) {
+		load_output_metric(f, title, abbr, m);
+		return;
+	}
+	if (bit != 0 && (o->pct_metrics & bit) == 0)
+		return;
+	load_output_metric_pcts(f, o, title, abbr, m, s);
+}
+
 /* The block of one metric: mean, median, p90, p99 (n/a without data). */
 static void
 load_output_metric(FILE *f, const char *title, const char *abbr,
@@ -112,7 +176,26 @@ load_output_text(FILE *f, const struct load_run *run,
 	size_t i;
 
 	load_output_title(f, " Serving Benchmark Result ", '=');
-	if (t->rate > 0) {
+	if (t->ramp != LOAD_RAMP_NONE || (t->rate > 0 &&
+	    t->burstiness != 1.0)) {
+		if (t->ramp != LOAD_RAMP_NONE)
+			snprintf(buf, sizeof(buf), "open loop, %s ramp-up "
+			    "%g to %g req/s", t->ramp == LOAD_RAMP_LINEAR ?
+			    "linear" : "exponential", t->ramp_start,
+			    t->ramp_end);
+		else
+			snprintf(buf, sizeof(buf), "open loop, gamma %g req/s",
+			    t->rate);
+		fprintf(f, "%-40s %s\n", "Traffic:", buf);
+		/* vllm bench serve's line */
+		snprintf(buf, sizeof(buf), "%g (%s)", t->burstiness,
+		    t->burstiness == 1.0 ? "Poisson process" :
+		    "Gamma distribution");
+		fprintf(f, "%-40s %s\n", "Burstiness factor:", buf);
+		if (t->max_concurrency > 0)
+			load_output_u(f, "Maximum request concurrency:",
+			    (uint64_t)t->max_concurrency);
+	} else if (t->rate > 0) {
 		snprintf(buf, sizeof(buf), "open loop, Poisson %g req/s",
 		    t->rate);
 		fprintf(f, "%-40s %s\n", "Traffic:", buf);
@@ -154,17 +237,23 @@ load_output_text(FILE *f, const struct load_run *run,
 	load_output_u(f, "Peak concurrent requests:", run->max_in_flight);
 	if (load_output_reasoning(o, r))
 		load_output_u(f, "Total reasoning deltas:", r->reasoning_events);
-	load_output_metric(f, "Time to First Token", "TTFT", &r->ttft);
+	load_output_metric_sel(f, run, LOAD_PM_TTFT, "Time to First Token",
+	    "TTFT", &r->ttft, &run->acc.ttft);
 	if (load_output_reasoning(o, r))
 		/* only when there is reasoning: the other reports stay as
 		 * vllm bench serve prints them */
-		load_output_metric(f, "Time to First Reasoning Token", "TTFR",
-		    &r->ttfr);
-	load_output_metric(f, "Time per Output Token (excl. 1st token)",
-	    "TPOT", &r->tpot);
-	load_output_metric(f, "Inter-token Latency", "ITL", &r->itl);
-	load_output_metric(f, "First ITL (token 1 to 2)", "ITL1", &r->itl1);
-	load_output_metric(f, "End-to-end Latency", "E2EL", &r->e2el);
+		load_output_metric_sel(f, run, 0,
+		    "Time to First Reasoning Token", "TTFR", &r->ttfr,
+		    &run->acc.ttfr);
+	load_output_metric_sel(f, run, LOAD_PM_TPOT,
+	    "Time per Output Token (excl. 1st token)", "TPOT", &r->tpot,
+	    &run->acc.tpot);
+	load_output_metric_sel(f, run, LOAD_PM_ITL, "Inter-token Latency",
+	    "ITL", &r->itl, &run->acc.itl);
+	load_output_metric_sel(f, run, 0, "First ITL (token 1 to 2)", "ITL1",
+	    &r->itl1, &run->acc.itl1);
+	load_output_metric_sel(f, run, LOAD_PM_E2EL, "End-to-end Latency",
+	    "E2EL", &r->e2el, &run->acc.e2el);
 	if (r->failed > 0) {
 		load_output_title(f, "Failures", '-');
 		for (i = 0; i < LOAD_FAIL_COUNT; i++)
@@ -202,6 +291,38 @@ static json_t *
 load_output_opt(double v)
 {
 	return v >= 0 ? json_real(v) : json_null();
+}
+
+/* The workload's part of "settings": the dataset and the arrivals. */
+static void
+load_output_settings_workload(json_t *set, const struct load_opts *o)
+{
+	static const char *const ds[] = {"random", "repeat", "sharegpt",
+	    "jsonl"};
+	static const char *const ramp[] = {NULL, "linear", "exponential"};
+	const struct load_traffic *t = &o->traffic;
+	json_t *a;
+	size_t i;
+
+	json_object_set_new(set, "dataset", json_string(ds[o->dataset]));
+	json_object_set_new(set, "dataset_path", o->dataset_path ?
+	    json_string(o->dataset_path) : json_null());
+	json_object_set_new(set, "random_prefix_len",
+	    json_integer(o->random_prefix_len));
+	json_object_set_new(set, "warmup", json_integer(o->warmup));
+	json_object_set_new(set, "burstiness", json_real(t->burstiness));
+	json_object_set_new(set, "ramp_up_strategy", t->ramp ?
+	    json_string(ramp[t->ramp]) : json_null());
+	json_object_set_new(set, "ramp_up_start_rps", t->ramp ?
+	    json_real(t->ramp_start) : json_null());
+	json_object_set_new(set, "ramp_up_end_rps", t->ramp ?
+	    json_real(t->ramp_end) : json_null());
+	a = json_array();
+	for (i = 0; i < o->npcts; i++)
+		json_array_append_new(a, json_real(o->pcts[i]));
+	json_object_set_new(set, "metric_percentiles", a);
+	json_object_set_new(set, "save_detailed",
+	    json_boolean(o->save_detailed));
 }
 
 /* The "settings" object: the command line, as the run understood it. */
@@ -248,6 +369,7 @@ load_output_settings(const struct load_opts *o)
 	json_object_set_new(set, "reasoning_effort", o->reasoning_effort ?
 	    json_string(o->reasoning_effort) : json_null());
 	json_object_set_new(set, "think", json_boolean(o->think));
+	load_output_settings_workload(set, o);
 	return set;
 }
 
@@ -256,6 +378,74 @@ static void
 load_output_count(json_t *j, const char *key, uint64_t v)
 {
 	json_object_set_new(j, key, json_integer((json_int_t)v));
+}
+
+/* --metric-percentiles: p<P>_<metric>_ms of each metric named by
+ * --percentile-metrics (vLLM's keys; null without samples). */
+static void
+load_output_json_pcts(json_t *j, const struct load_run *run)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+		size_t off;
+	} m[] = {
+		{LOAD_PM_TTFT, "ttft", offsetof(struct load_acc, ttft)},
+		{LOAD_PM_TPOT, "tpot", offsetof(struct load_acc, tpot)},
+		{LOAD_PM_ITL, "itl", offsetof(struct load_acc, itl)},
+		{LOAD_PM_E2EL, "e2el", offsetof(struct load_acc, e2el)},
+	};
+	const struct load_opts *o = run->o;
+	const struct load_samples *s;
+	char key[64], pw[32];
+	double v;
+	size_t i, k;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		if ((o->pct_metrics & m[i].bit) == 0)
+			continue;
+		s = (const struct load_samples *)(const void *)
+		    ((const char *)&run->acc + m[i].off);
+		for (k = 0; k < o->npcts; k++) {
+			load_output_pword(pw, sizeof(pw), o->pcts[k]);
+			snprintf(key, sizeof(key), "p%s_%s_ms", pw, m[i].name);
+			json_object_set_new(j, key, stats_percentile(s->v, s->n,
+			    o->pcts[k], &v) == TS_OK ? json_real(v) :
+			    json_null());
+		}
+	}
+}
+
+/* --save-detailed: vLLM's per-request arrays (vllm/benchmarks/serve.py,
+ * the result of benchmark(); kept only with --save-detailed there too),
+ * in the order of the requests' starts: input_lens, output_lens, ttfts
+ * and itls in seconds, errors ("" for a completed request). */
+static void
+load_output_json_detailed(json_t *j, const struct load_run *run)
+{
+	json_t *in = json_array(), *out = json_array(), *ttft = json_array();
+	json_t *itls = json_array(), *err = json_array(), *a;
+	const struct load_detail *d;
+	size_t i, k;
+
+	for (i = 0; i < run->ndetail; i++) {
+		d = &run->detail[i];
+		json_array_append_new(in, json_integer(d->input_len));
+		json_array_append_new(out, json_integer(d->output_len));
+		json_array_append_new(ttft, json_real(d->ttft_s));
+		a = json_array();
+		for (k = 0; k < d->nitl; k++)
+			json_array_append_new(a, json_real(d->itl_s[k]));
+		json_array_append_new(itls, a);
+		a = json_string(d->set ? d->error : "not started");
+		json_array_append_new(err, a != NULL ? a :
+		    json_string("(an error that is not UTF-8)"));
+	}
+	json_object_set_new(j, "input_lens", in);
+	json_object_set_new(j, "output_lens", out);
+	json_object_set_new(j, "ttfts", ttft);
+	json_object_set_new(j, "itls", itls);
+	json_object_set_new(j, "errors", err);
 }
 
 json_t *
@@ -317,6 +507,15 @@ load_output_json(const struct load_run *run, const struct load_report *r)
 	load_output_json_metric(j, "itl1", &r->itl1);
 	load_output_json_metric(j, "ttfr", &r->ttfr);
 	json_object_set_new(j, "settings", load_output_settings(o));
+	load_output_count(j, "warmup_completed", run->warmup_completed);
+	load_output_count(j, "warmup_failed", run->warmup_failed);
+	if (o->dataset_path != NULL) {
+		load_output_count(j, "dataset_entries", run->dataset_entries);
+		load_output_count(j, "dataset_skipped", run->dataset_skipped);
+	}
+	load_output_json_pcts(j, run);
+	if (o->save_detailed)
+		load_output_json_detailed(j, run);
 	return j;
 }
 

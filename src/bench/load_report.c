@@ -52,6 +52,70 @@ load_rng_exp_ms(struct rng *r, double rate)
 	return -log(1.0 - rng_unit(r)) / rate * 1000.0;
 }
 
+/* 1 - U is in (0, 1]: the log is finite. */
+double
+load_rng_normal(struct rng *r)
+{
+	double u1 = 1.0 - rng_unit(r), u2 = rng_unit(r);
+
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+/* Marsaglia and Tsang (2000), section 6: d = a - 1/3, c = 1 / sqrt(9d);
+ * accept v = (1 + c x)^3 when ln U < x^2 / 2 + d - d v + d ln v. */
+double
+load_rng_gamma(struct rng *r, double shape, double scale)
+{
+	double d, c, x, v, u, boost = 1.0;
+
+	if (!(shape > 0.0) || !(scale > 0.0))
+		return 0.0;
+	if (shape < 1.0) {
+		/* gamma(a) = gamma(a + 1) * U^(1/a) */
+		boost = pow(1.0 - rng_unit(r), 1.0 / shape);
+		shape += 1.0;
+	}
+	d = shape - 1.0 / 3.0;
+	c = 1.0 / sqrt(9.0 * d);
+	for (;;) {
+		do {
+			x = load_rng_normal(r);
+			v = 1.0 + c * x;
+		} while (v <= 0.0);
+		v = v * v * v;
+		u = 1.0 - rng_unit(r);
+		if (log(u) < 0.5 * x * x + d - d * v + d * log(v))
+			return d * v * scale * boost;
+	}
+}
+
+double
+load_rng_gap_ms(struct rng *r, double rate, double burstiness)
+{
+	if (!(rate > 0.0))
+		return 0.0;
+	if (burstiness == 1.0)
+		return load_rng_exp_ms(r, rate);
+	return load_rng_gamma(r, burstiness, 1.0 / (rate * burstiness)) *
+	    1000.0;
+}
+
+double
+load_ramp_rate(enum load_ramp ramp, double start_rps, double end_rps,
+    uint64_t index, uint64_t total)
+{
+	double progress = (double)index / (double)(total > 1 ? total - 1 : 1);
+
+	switch (ramp) {
+	case LOAD_RAMP_LINEAR:
+		return start_rps + (end_rps - start_rps) * progress;
+	case LOAD_RAMP_EXPONENTIAL:
+		return start_rps * pow(end_rps / start_rps, progress);
+	default:
+		return start_rps;
+	}
+}
+
 /* ---- spec parsing ---------------------------------------------------- */
 
 static void load_perr_set(struct load_perr *err, const char *spec,
@@ -344,6 +408,7 @@ load_plan_next(struct rng *r, const struct load_range *prompt,
 {
 	double u;
 
+	memset(out, 0, sizeof(*out));
 	out->prompt_tokens = prompt->min == prompt->max ? prompt->min :
 	    load_rng_range(r, prompt->min, prompt->max);
 	out->output_tokens = output->min == output->max ? output->min :

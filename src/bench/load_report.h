@@ -65,6 +65,49 @@ long load_rng_range(struct rng *r, long lo, long hi);
  */
 double load_rng_exp_ms(struct rng *r, double rate);
 
+/*
+ * A standard normal deviate (Box-Muller, Box and Muller 1958: the cosine
+ * of the pair; two rng_unit() draws, the first made nonzero).
+ */
+double load_rng_normal(struct rng *r);
+
+/*
+ * A gamma deviate of `shape` (> 0) and `scale` (> 0), mean shape *
+ * scale: Marsaglia and Tsang, "A simple method for generating gamma
+ * variables" (ACM TOMS 26(3), 2000), with their boost U^(1/shape) for a
+ * shape below 1. numpy.random.gamma(shape, scale) draws the same
+ * distribution (not the same numbers). Returns 0 for a shape or scale
+ * that is not > 0.
+ */
+double load_rng_gamma(struct rng *r, double shape, double scale);
+
+/*
+ * One inter-arrival time in ms at `rate` requests/s with vLLM's
+ * burstiness (vllm/benchmarks/serve.py, get_request(): theta = 1 /
+ * (rate * burstiness), np.random.gamma(shape=burstiness, scale=theta)):
+ * mean 1000 / rate ms, coefficient of variation 1 / sqrt(burstiness).
+ * Burstiness 1 is a Poisson process and draws load_rng_exp_ms(), so a
+ * seed gives the arrivals it gave before burstiness existed.
+ */
+double load_rng_gap_ms(struct rng *r, double rate, double burstiness);
+
+/* --ramp-up-strategy. */
+enum load_ramp {
+	LOAD_RAMP_NONE,
+	LOAD_RAMP_LINEAR,
+	LOAD_RAMP_EXPONENTIAL
+};
+
+/*
+ * The request rate (req/s) of request `index` (0-based) of `total` under
+ * a ramp from start_rps to end_rps, vLLM's _get_current_request_rate()
+ * (vllm/benchmarks/serve.py): progress = index / max(total - 1, 1);
+ * linear start + (end - start) * progress, exponential start *
+ * (end / start)^progress. LOAD_RAMP_NONE gives start_rps.
+ */
+double load_ramp_rate(enum load_ramp ramp, double start_rps, double end_rps,
+    uint64_t index, uint64_t total);
+
 /* ---- command-line specs ---------------------------------------------- */
 
 /* Where a spec failed to parse, after jansson's json_error_t. */
@@ -142,6 +185,10 @@ struct load_plan {
 	long prompt_tokens;
 	long output_tokens;     /* sent as max_tokens */
 	long abandon_after;     /* hang up after this many tokens; 0 never */
+	uint64_t index;         /* 0-based, in the order of starts (the
+				 * schedule's; load_plan_next() sets 0) */
+	int warmup;             /* a --warmup request, counted nowhere
+				 * (load_plan_next() sets 0) */
 };
 
 /*

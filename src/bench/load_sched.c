@@ -60,8 +60,11 @@ load_sched_next(struct load_sched *s, double now_ms, size_t in_flight,
 		while (!s->stop_starting && now_ms >= s->next_arrival_ms) {
 			s->waiting++;
 			s->issued++;
-			s->next_arrival_ms += load_rng_exp_ms(&s->arrivals,
-			    t->rate);
+			s->next_arrival_ms += load_rng_gap_ms(&s->arrivals,
+			    t->ramp != LOAD_RAMP_NONE ? load_ramp_rate(t->ramp,
+			    t->ramp_start, t->ramp_end, s->issued,
+			    (uint64_t)t->requests) : t->rate,
+			    t->burstiness > 0 ? t->burstiness : 1.0);
 			load_sched_check(s, now_ms, in_flight);
 		}
 		if (s->waiting == 0 || (t->max_concurrency > 0 &&
@@ -75,6 +78,8 @@ load_sched_next(struct load_sched *s, double now_ms, size_t in_flight,
 		load_sched_check(s, now_ms, in_flight + 1);
 	}
 	load_plan_next(&s->plans, &t->prompt, &t->output, &t->abandon, plan);
+	plan->index = s->started++;
+	plan->warmup = s->warmup;
 	return 1;
 }
 

@@ -6,7 +6,11 @@
  *                starts the next.
  *   open loop    rate R: Poisson arrivals, exponential inter-arrival times
  *                (mean 1/R s) from a PRNG seeded by the seed; the first
- *                request arrives at once. With max_concurrency M an
+ *                request arrives at once. With burstiness B != 1 the
+ *                gaps are gamma (shape B, mean 1/R: vLLM's --burstiness,
+ *                load_rng_gap_ms()); with a ramp (vLLM's
+ *                --ramp-up-strategy) the gap before arrival i has the
+ *                rate load_ramp_rate() gives request i of `requests`. With max_concurrency M an
  *                arrival waits while M requests are in flight, and its
  *                clock starts when it is sent (as vLLM's semaphore does).
  * Bounds: `requests` (requests started) and/or duration_s (no request
@@ -39,6 +43,10 @@ struct load_traffic {
 	struct load_range prompt, output;
 	struct load_abandon abandon;    /* fraction 0 = nobody hangs up */
 	uint64_t seed;
+	double burstiness;      /* open loop: gamma shape; 1 = Poisson */
+	enum load_ramp ramp;    /* open loop: rate ramp; then rate is
+				 * ramp_start */
+	double ramp_start, ramp_end;    /* req/s */
 };
 
 /* The state of the schedule; set up with load_sched_init(). */
@@ -49,9 +57,11 @@ struct load_sched {
 	struct rng arrivals, plans;
 	double next_arrival_ms; /* open loop, ms since the start */
 	size_t issued;          /* arrivals (open) or starts (closed) */
+	size_t started;         /* plans handed out (their index) */
 	size_t waiting;         /* open loop: arrivals not yet sent */
 	size_t not_started;     /* arrivals dropped at the bound */
 	int stop_starting;      /* a bound was reached */
+	int warmup;             /* its plans are warm-up requests' */
 };
 
 /*
@@ -76,7 +86,8 @@ void load_sched_check(struct load_sched *s, double now_ms, size_t in_flight);
  * flight: in the closed loop while fewer than C are; in the open loop,
  * after taking in every arrival due by now, while one waits and the
  * max_concurrency cap allows. Returns 1 with the request's plan in *plan
- * (the caller starts it before asking again), else 0.
+ * (its index the number of plans handed out before it; the caller starts
+ * it before asking again), else 0.
  */
 int load_sched_next(struct load_sched *s, double now_ms, size_t in_flight,
     struct load_plan *plan);

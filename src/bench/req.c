@@ -639,6 +639,8 @@ req_set_body(struct req *q, enum req_api api, json_t *o, long tpot_ms,
 	if (o == NULL)
 		abort();        /* json_pack of valid args: allocation only */
 	req_add_reasoning(q, api, o);
+	if (q->messages != NULL && json_object_get(o, "messages") != NULL)
+		json_object_set(o, "messages", q->messages);
 	if (tpot_ms >= 0)
 		json_object_set_new(o, "tpot_ms", json_integer(tpot_ms));
 	if (prefill_ms >= 0)
@@ -702,6 +704,12 @@ void
 req_set_reasoning(struct req *q, const struct req_reasoning *r)
 {
 	q->reasoning = r;
+}
+
+void
+req_set_messages_array(struct req *q, json_t *m)
+{
+	q->messages = m;
 }
 
 void

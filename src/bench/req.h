@@ -20,9 +20,11 @@
 #define BENCH_REQ_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include <curl/curl.h>
+#include <jansson.h>
 
 #include "bench/client.h"
 #include "bench/load_report.h"
@@ -80,6 +82,9 @@ struct req {
 	size_t stop_after;      /* hang up after this many tokens; 0 never */
 	int keep_log;           /* fill log[] */
 	long prompt_tokens;     /* the owner's plan, for its report */
+	uint64_t plan_index;    /* the owner's plan's index (load_plan) */
+	int warmup;             /* the owner's: a warm-up request */
+	json_t *messages;       /* borrowed; see req_set_messages_array() */
 	/* transfer */
 	struct sse_parser parser;
 	struct timespec t0;     /* just before libcurl got the request */
@@ -173,6 +178,16 @@ void req_set_v1(struct req *q, enum req_api api, const char *model,
  * its API and only when set. Call it before the body setter.
  */
 void req_set_reasoning(struct req *q, const struct req_reasoning *r);
+
+/*
+ * Makes the body that req_set_v1(), req_set_messages() or
+ * req_set_ollama() builds next carry the array m (borrowed: it must
+ * outlive the body setting; NULL for none) as its "messages", in place of
+ * the one user message of the prompt, where the body has "messages"
+ * (chat completions, Anthropic's Messages, Ollama's /api/chat). Call it
+ * before the body setter.
+ */
+void req_set_messages_array(struct req *q, json_t *m);
 
 /*
  * Makes q a streamed POST to Anthropic's Messages API (API reference,
