@@ -640,7 +640,8 @@ anthropic_parse_request(const char *body, size_t len, int count_only,
 	if (len == 0)
 		return bad(err, "empty_body", "the request body is empty: send "
 		    "a JSON object");
-	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+	    &jerr);
 	if (root == NULL)
 		return bad(err, "invalid_json", "the body is not valid JSON: "
 		    "%.120s (line %d, column %d)", jerr.text, jerr.line,

@@ -560,8 +560,9 @@ ollama_parse_request(enum ollama_kind kind, const char *body, size_t len,
 		goto fail;
 	}
 	/* a key given twice: the last one holds, as Go's encoding/json
-	 * takes it (and jansson without JSON_REJECT_DUPLICATES) */
-	req->root = json_loadb(body, len, 0, &je);
+	 * takes it (and jansson without JSON_REJECT_DUPLICATES); \u0000 in
+	 * a string is a string's byte, as Go's (and as on /v1) */
+	req->root = json_loadb(body, len, JSON_ALLOW_NUL, &je);
 	if (req->root == NULL) {
 		http_error_set(err, 400, "invalid_request_error",
 		    "invalid_json", "invalid JSON: %s", je.text);

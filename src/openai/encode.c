@@ -792,10 +792,13 @@ openai_encode_tokenize(struct ts_buf *b, const struct openai_tokens *t)
 size_t
 openai_tokenize_bound(size_t n, size_t text_bytes, int strs)
 {
-	/* per id "4294967295,"; per string its quotes and comma, its text
-	 * escaped (6 bytes a byte at most: \u00XX), or the bytes: form of a
-	 * text that is not UTF-8 (6 + 64 x 5 bytes at most, escaped) */
-	return 64 + n * 11 + (strs ? n * (3 + 6 + 64 * 5) + 6 * text_bytes :
+	/* the fixed part: {"count":N,"max_model_len":N,"tokens":[],
+	 * "token_strs":null} with two 20-digit numbers, 97 bytes, rounded
+	 * up (an empty prompt's answer is that and no more); per id
+	 * "4294967295,"; per string its quotes and comma, its text escaped
+	 * (6 bytes a byte at most: \u00XX), or the bytes: form of a text
+	 * that is not UTF-8 (6 + 64 x 5 bytes at most, escaped) */
+	return 128 + n * 11 + (strs ? n * (3 + 6 + 64 * 5) + 6 * text_bytes :
 	    0);
 }
 

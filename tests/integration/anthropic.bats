@@ -174,6 +174,14 @@ metric() {
 	jq -e '.type == "error" and .error.type == "invalid_request_error"' "$d/e"
 }
 
+@test "\\u0000 in a string is a byte of it, as on /v1: a message, a stop sequence and count_tokens answer 200" {
+	d=$BATS_TEST_TMPDIR
+	[ "$(post /v1/messages "$(msg 'a\u0000b' '{"stop_sequences":["\u0000"]}')" "$d/m")" = 200 ]
+	jq -e '.type == "message"' "$d/m"
+	[ "$(post /v1/messages/count_tokens "$(msg 'a\u0000b')" "$d/c")" = 200 ]
+	jq -e '.input_tokens > 0' "$d/c"
+}
+
 @test "the API key: x-api-key or Authorization: Bearer; none or a wrong one is a 401 authentication_error" {
 	d=$BATS_TEST_TMPDIR
 	code=$(curl -sS -o "$d/e" -w '%{http_code}' -H 'content-type: application/json' \

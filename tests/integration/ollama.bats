@@ -249,6 +249,13 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	[ "$after" -eq $((before + 4)) ]
 }
 
+@test "\\u0000 in a string is a byte of it, as Go's encoding/json takes it: /api/chat answers 200" {
+	r=$(curl -sS -w '\n%{http_code}' -d '{"model":"tokstream-sim","stream":false,"messages":[{"role":"user","content":"a\u0000b"}],"options":{"num_predict":3,"stop":["\u0000"]}}' "$BASE/api/chat")
+	echo "$r"
+	[ "$(tail -n 1 <<<"$r")" = 200 ]
+	head -n 1 <<<"$r" | jq -e '.done == true'
+}
+
 @test "metrics count /api requests: generation and prompt tokens grow by the final object's counts" {
 	m() { curl -sS "$BASE/metrics" | unlabel_model | awk -v k="$1" '$1 == k { print $2 }'; }
 	g0=$(m tokstream:generation_tokens_total)

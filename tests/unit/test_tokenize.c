@@ -207,6 +207,16 @@ test_tokenize_encode(void **unused)
 	assert_string_equal(b.p, "{\"count\":0,\"max_model_len\":256,"
 	    "\"tokens\":[],\"token_strs\":[]}");
 	ts_buf_reset(&b);
+	/* an empty prompt's answer, with the longest numbers, fits its
+	 * bound (it did not: a 500 encode_failed for "prompt":"") */
+	t.text = NULL;
+	t.max_model_len = UINT64_MAX;
+	assert_int_equal(openai_encode_tokenize(&b, &t), TS_OK);
+	assert_true(b.len <= openai_tokenize_bound(0, 0, 0));
+	assert_true(openai_tokenize_bound(0, 0, 0) - b.len >= 20);
+	t.text = enc_text;
+	t.max_model_len = 256;
+	ts_buf_reset(&b);
 	assert_int_equal(openai_encode_detokenize(&b, T("a\"\xef\xbf\xbd")),
 	    TS_OK);
 	assert_string_equal(b.p, "{\"prompt\":\"a\\\"\xef\xbf\xbd\"}");
