@@ -147,7 +147,7 @@ stream_start(struct server *srv, struct conn *c,
 		s = r->last_event_id;
 		len = r->last_event_id_len;
 	}
-	return resume_decide(srv, s, len, key, r->max_tokens,
+	return resume_decide(srv, s, len, key, key, r->max_tokens,
 	    r->knobs.error_after, "prompt, max_tokens or error_after", rs,
 	    err);
 }

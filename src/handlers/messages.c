@@ -79,6 +79,7 @@ struct msg_resp {
 	int injected;                 /* a mid-stream failure to count */
 	uint64_t seed;                /* rng_seed_of the rendered prompt */
 	uint32_t start;               /* a resumed stream's first token */
+	uint64_t key;                 /* stream: its resume key */
 	struct resume_id eid;         /* stream: the id of a delta event */
 };
 
@@ -138,6 +139,19 @@ msg_block(const struct msg_resp *mr, enum anthropic_block_kind k,
 	b->kind = k;
 	b->id = mr->plan.id;
 	b->name = mr->plan.tool_use ? mr->req.tools[mr->plan.tool].name : "";
+}
+
+/*
+ * The key of the event that carries token `index` (or RESUME_INDEX_END):
+ * the request's key mixed with the index, so that an id is one this
+ * stream sent, not one whose index a client changed (an index past the
+ * answer's end, inside a stop sequence or a character the stream held
+ * back would resume into text the stream never had).
+ */
+static uint64_t
+msg_event_key(uint64_t key, uint64_t index)
+{
+	return rng_mix64(key ^ rng_mix64(index + 0x9e3779b97f4a7c15ULL));
 }
 
 /* The thinking block's signature into sig (65 bytes): a hash of what
@@ -212,6 +226,7 @@ msg_stream_token(struct relay *r, struct ts_buf *out, uint32_t index,
 		rc = msg_open(mr, out, k);
 	if (rc == TS_OK && release_at_boundary(&r->ch[0].rel)) {
 		mr->eid.index = index;
+		mr->eid.key = msg_event_key(mr->key, index);
 		rc = sse_encode_id(out, id, resume_id_format(id, sizeof(id),
 		    &mr->eid));
 	}
@@ -303,6 +318,7 @@ msg_stream_end(struct relay *r, struct ts_buf *out, enum engine_finish f,
 	if (rc == TS_OK)
 		rc = msg_close(mr, out);
 	mr->eid.index = RESUME_INDEX_END;
+	mr->eid.key = msg_event_key(mr->key, RESUME_INDEX_END);
 	if (rc == TS_OK && resume_id_format(id, sizeof(id), &mr->eid) == 0)
 		rc = TS_ELIMIT;
 	if (rc == TS_OK)
@@ -471,11 +487,12 @@ msg_bounded(struct server *srv, const struct anthropic_request *req,
 
 /*
  * A stream's resume (docs/API.md "Resuming an Anthropic stream"): its
- * events' id key, from the body's hash, max_tokens and the injected
- * error's token; with a Last-Event-ID header (resume.h decides), the
- * first token to send and the record's link. Returns 0, or 1 when
- * answered (400 for an id that is not this request's, 204 when the
- * stream had ended).
+ * key, from the body's hash, the thinking tokens (the server's
+ * --reasoning can change them), max_tokens and the injected error's
+ * token; with a Last-Event-ID header (resume.h decides, against the key
+ * of the id's own index), the first token to send and the record's link.
+ * Returns 0, or 1 when answered (400 for an id that is not this
+ * request's, 204 when the stream had ended).
  */
 static int
 msg_resume(struct server *srv, struct reply *rp, struct msg_resp *mr,
@@ -483,24 +500,42 @@ msg_resume(struct server *srv, struct reply *rp, struct msg_resp *mr,
 {
 	struct engine_request *job = &mj->job;
 	const char *h = conn_param(rp->conn, "HTTP_LAST_EVENT_ID");
+	size_t hlen = h != NULL ? strlen(h) : 0;
 	struct resume_start rs;
-	char hb[8];
+	struct resume_id id;
+	const char *why;
+	uint64_t want;
+	char hb[12];
 	int i, st;
 
 	if (!mr->req.stream || mr->silent == MSG_SILENT_ALL)
 		return 0;       /* no events, no ids */
 	for (i = 0; i < 8; i++)
 		hb[i] = (char)(body_hash >> (8 * i));
-	mr->eid.key = resume_key(hb, sizeof(hb), mr->req.max_tokens,
+	for (i = 0; i < 4; i++)
+		hb[8 + i] = (char)(mr->think >> (8 * i));
+	mr->key = resume_key(hb, sizeof(hb), mr->req.max_tokens,
 	    job->error_after);
 	mr->eid.instance = srv->opt->instance;
-	mj->rec.key = mr->eid.key;
-	st = resume_decide(srv, h, h != NULL ? strlen(h) : 0, mr->eid.key,
-	    job->max_tokens, job->error_after, "the request body or an "
-	    "injected failure", &rs, err);
+	mj->rec.key = mr->key;
+	/* a malformed id: resume_decide says why */
+	want = hlen > 0 && resume_id_parse(h, hlen, &id, &why) == TS_OK ?
+	    msg_event_key(mr->key, id.index) : mr->key;
+	st = resume_decide(srv, h, hlen, want, mr->key, job->max_tokens,
+	    job->error_after, "the request body, the thinking the server "
+	    "gives it or an injected failure; or its index was changed",
+	    &rs, err);
 	if (st == 400) {
 		messages_fail(rp, err, NULL);
 		return 1;
+	}
+	if (st == 204 && id.index != RESUME_INDEX_END) {
+		/* the last token max_tokens allows: what follows it is the
+		 * end's events (the block's stop, message_delta,
+		 * message_stop), which a client that held every delta may
+		 * still lack; the sequence ends before any decode step */
+		st = 0;
+		rs.start = job->max_tokens;
 	}
 	if (st == 204) {
 		/* EventSource stops reconnecting on 204 (WHATWG 9.2.3) */
@@ -579,17 +614,6 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	if (job->error_after < 0)
 		job->error_after = kn->error_after;
 	mr->error_after = job->error_after;
-	if (msg_resume(srv, rp, mr, mj, body_hash, &err) != 0)
-		return 1;
-	if (job->prefill_ms < 0) {
-		/* a resumed stream recomputes the tokens sent before */
-		job->prefill_ms = kn->prefill_ms >= 0 ?
-		    (double)kn->prefill_ms :
-		    engine_prefill_ms(&srv->opt->engine.lat,
-		    job->prompt_tokens + mr->start);
-		job->prefill_per_token_ms = kn->prefill_ms >= 0 ? 0.0 :
-		    srv->opt->engine.lat.prefill_per_token_ms;
-	}
 	job->tpot_ms = kn->tpot_ms >= 0 ? (double)kn->tpot_ms : -1.0;
 	job->t0_ns = rp->t0;
 	mj->rec.kind = mr->req.stream ? STATE_KIND_STREAM :
@@ -615,6 +639,17 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 		    think_effort_budget(THINK_EFFORT_UNSET,
 		    srv->opt->reasoning_always), job->max_tokens);
 		job->sampling.min_tokens = think_min_tokens(mr->think);
+	}
+	if (msg_resume(srv, rp, mr, mj, body_hash, &err) != 0)
+		return 1;
+	if (job->prefill_ms < 0) {
+		/* a resumed stream recomputes the tokens sent before */
+		job->prefill_ms = kn->prefill_ms >= 0 ?
+		    (double)kn->prefill_ms :
+		    engine_prefill_ms(&srv->opt->engine.lat,
+		    job->prompt_tokens + mr->start);
+		job->prefill_per_token_ms = kn->prefill_ms >= 0 ? 0.0 :
+		    srv->opt->engine.lat.prefill_per_token_ms;
 	}
 	return 0;
 refuse:

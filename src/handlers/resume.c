@@ -10,7 +10,7 @@
 
 int
 resume_decide(struct server *srv, const char *s, size_t len, uint64_t key,
-    uint32_t max_tokens, int32_t error_after, const char *params,
+    uint64_t rec_key, uint32_t max_tokens, int32_t error_after, const char *params,
     struct resume_start *out, struct http_error *err)
 {
 	uint64_t last;
@@ -59,7 +59,7 @@ resume_decide(struct server *srv, const char *s, size_t len, uint64_t key,
 		return 0;
 	}
 	if (state_lookup(srv->state, id.stream, &rec) == TS_OK &&
-	    rec.kind == STATE_KIND_STREAM && rec.key == key)
+	    rec.kind == STATE_KIND_STREAM && rec.key == rec_key)
 		out->from = id.stream;
 	return 0;
 }

@@ -27,8 +27,10 @@ struct resume_start {
 
 /*
  * Decides where a stream starts from the last event id (s, len) (len 0:
- * none, the stream starts at token 0). key is the RESUME_KEY of this
- * request's generation parameters, max_tokens its limit, error_after its
+ * none, the stream starts at token 0). key is the key the id must carry
+ * (the RESUME_KEY of this request's generation parameters, or for an id
+ * whose key depends on its index that key), rec_key the key this
+ * request's streams are recorded with, max_tokens its limit, error_after its
  * injected error's token (-1 none); `params` names those parameters for
  * the 400 ("prompt, max_tokens or error_after"). Returns 0 to stream from
  * out->start; 204 when the stream had already ended (an "end" id, or one
@@ -36,12 +38,12 @@ struct resume_start {
  * (invalid_last_event_id, foreign_last_event_id) for an id that is
  * malformed, belongs to other parameters, or names a token this request
  * could never send. out->from is the stream resumed when the state file
- * holds it with the same key (kind STATE_KIND_STREAM); for an id another
+ * holds it with rec_key (kind STATE_KIND_STREAM); for an id another
  * instance sent (docs/OPERATIONS.md "Several hosts") it cannot be checked
  * here: out->from is its stream and out->from_inst its instance.
  */
 int resume_decide(struct server *srv, const char *s, size_t len,
-    uint64_t key, uint32_t max_tokens, int32_t error_after,
+    uint64_t key, uint64_t rec_key, uint32_t max_tokens, int32_t error_after,
     const char *params, struct resume_start *out, struct http_error *err);
 
 #endif /* TS_HANDLERS_RESUME_H */

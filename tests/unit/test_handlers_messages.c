@@ -476,9 +476,10 @@ test_client_leaves(void **state)
 
 /* Resume (docs/API.md "Resuming an Anthropic stream"): the same body
  * POSTed with the id of any delta streams exactly the events that
- * followed it (thinking, the signature, the text block, the end), with no
- * message_start; an "end" id or the last token's is a 204; an id of
- * another body or a malformed one a 400. */
+ * followed it (thinking, the signature, the text block, the end; after
+ * the last token only the end's), with no message_start; an "end" id is
+ * a 204; an id of another body, one whose index was changed and a
+ * malformed one a 400. */
 static void
 test_resume(void **state)
 {
@@ -523,8 +524,7 @@ test_resume(void **state)
 			fake_open(&fc, &fs, "POST", "/v1/messages", body);
 			fake_set(&fc, "HTTP_LAST_EVENT_ID", e->id);
 			exchange(&fs, &fc, &r);
-			if (rid.index == RESUME_INDEX_END ||
-			    rid.index + 1 >= 12) {
+			if (rid.index == RESUME_INDEX_END) {
 				assert_int_equal(r.status, 204);
 				assert_int_equal(r.body_len, 0);
 				fake_close(&fc);
@@ -589,6 +589,32 @@ test_resume(void **state)
 		exchange(&fs, &fc, &r);
 		assert_anthropic_error(&r, 400, "invalid_request_error");
 		fake_close(&fc);
+		/* an id the stream sent with its index changed (the next
+		 * token, or one past the answer's end) is not this stream's */
+		{
+			struct resume_id rid;
+			const char *why;
+			char forged[RESUME_ID_MAX + 1];
+			static const uint64_t moved[] = { 1, 40 };
+			size_t m;
+
+			assert_int_equal(resume_id_parse(whole->ev[i].id,
+			    strlen(whole->ev[i].id), &rid, &why), TS_OK);
+			for (m = 0; m < NELEM(moved); m++) {
+				struct resume_id f = rid;
+
+				f.index = rid.index + moved[m];
+				assert_true(resume_id_format(forged,
+				    sizeof(forged), &f) > 0);
+				fake_open(&fc, &fs, "POST", "/v1/messages",
+				    body);
+				fake_set(&fc, "HTTP_LAST_EVENT_ID", forged);
+				exchange(&fs, &fc, &r);
+				assert_anthropic_error(&r, 400,
+				    "invalid_request_error");
+				fake_close(&fc);
+			}
+		}
 		sse_free(whole);
 		server_down(&fs);
 		free(body);
