@@ -427,8 +427,9 @@ parse_messages(const json_t *root, const char *field, size_t first,
 	const json_t *v = json_object_get(root, field);
 	char path[PATH_MAX_BYTES];
 	size_t i, n, total = used;
-	size_t *lens = NULL;
+	size_t *lens = NULL, kept;
 	char **calls = NULL;
+	unsigned char *skip = NULL;
 	enum ts_err rc;
 
 	if (!field_given(v)) {
@@ -451,6 +452,7 @@ parse_messages(const json_t *root, const char *field, size_t first,
 	}
 	lens = xcalloc(n, sizeof(*lens));
 	calls = xcalloc(n, sizeof(*calls));
+	skip = xcalloc(n, 1);
 	req->messages = xcalloc(first + n, sizeof(*req->messages));
 	for (i = 0; i < n; i++) {
 		const json_t *m = json_array_get(v, i), *role, *c, *t;
@@ -474,13 +476,25 @@ parse_messages(const json_t *root, const char *field, size_t first,
 			total += lens[i];
 			continue;
 		}
+		if (req->kind == OPENAI_RESPONSES && field_str_is(t,
+		    "reasoning")) {
+			/* a reasoning item of an earlier response, sent back
+			 * with the conversation (openai-node's
+			 * ResponseReasoningItem, an input item as the SDK
+			 * declares ResponseInputItem): the thinking is not
+			 * part of the prompt, as chat templates leave it out
+			 * of earlier turns; accepted and left out */
+			skip[i] = 1;
+			continue;
+		}
 		if (req->kind == OPENAI_RESPONSES && field_given(t) &&
 		    !field_str_is(t, "message")) {
 			snprintf(path, sizeof(path), "%s[%zu].type", field, i);
 			http_error_set(err, 400, ERR_TYPE, "unsupported_value",
 			    "Invalid value for '%s': tokstream takes "
-			    "'message', 'function_call' and "
-			    "'function_call_output' input items.", path);
+			    "'message', 'function_call', "
+			    "'function_call_output' and 'reasoning' input "
+			    "items.", path);
 			http_error_set_param(err, "%s", path);
 			rc = TS_EINVAL;
 			goto out;
@@ -578,12 +592,28 @@ parse_messages(const json_t *root, const char *field, size_t first,
 			goto out;
 		}
 	}
-	for (i = 0; i < n; i++) {
+	for (i = 0, kept = 0; i < n; i++)
+		kept += !skip[i];
+	if (kept == 0) {
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Invalid '%s': it holds only reasoning items; send a "
+		    "message too.", field);
+		http_error_set_param(err, "%s", field);
+		rc = TS_EINVAL;
+		goto out;
+	}
+	for (i = 0, kept = 0; i < n; i++) {
 		const json_t *item = json_array_get(v, i);
 		const json_t *c = json_object_get(item, "content");
-		struct openai_message *dst = &req->messages[first + i];
+		/* reasoning items left out: the rest move up, with the role
+		 * the first pass gave them (kept <= i) */
+		struct openai_message *dst = &req->messages[first + kept];
 		size_t own = lens[i];
 
+		if (skip[i])
+			continue;
+		dst->role = req->messages[first + i].role;
+		kept++;
 		if (!field_given(c))
 			c = json_object_get(item, "output");
 
@@ -603,10 +633,11 @@ parse_messages(const json_t *root, const char *field, size_t first,
 		}
 		dst->content[lens[i]] = '\0';
 	}
-	req->n_messages = first + n;
+	req->n_messages = first + kept;
 	rc = TS_OK;
 out:
 	free(lens);
+	free(skip);
 	for (i = 0; i < n; i++)
 		free(calls[i]);
 	free(calls);

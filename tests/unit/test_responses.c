@@ -213,6 +213,29 @@ test_reasoning(void **unused)
 	assert_int_equal(parse(RESP, "{'model':'tokstream-sim','input':'hi',"
 	    "'reasoning':'high'}", &r, &err), TS_EINVAL);
 	assert_string_equal(err.param, "reasoning");
+	/* an earlier response's reasoning item sent back in input (the
+	 * multi-turn pattern): accepted and left out of the prompt, the
+	 * other items in order; input of reasoning items only is a 400 */
+	assert_int_equal(parse(RESP, "{'model':'tokstream-sim','input':["
+	    "{'role':'user','content':'q'},{'type':'reasoning','id':'rs_1',"
+	    "'summary':[{'type':'summary_text','text':'t'}]},{'type':"
+	    "'message','role':'assistant','content':'a'},{'role':'user',"
+	    "'content':'q2'}]}", &r, &err), TS_OK);
+	assert_int_equal(r.n_messages, 3);
+	assert_int_equal(r.messages[0].role, OPENAI_ROLE_USER);
+	assert_string_equal(r.messages[0].content, "q");
+	assert_int_equal(r.messages[1].role, OPENAI_ROLE_ASSISTANT);
+	assert_string_equal(r.messages[1].content, "a");
+	assert_int_equal(r.messages[2].role, OPENAI_ROLE_USER);
+	assert_string_equal(r.messages[2].content, "q2");
+	openai_request_free(&r);
+	assert_int_equal(parse(RESP, "{'model':'tokstream-sim','input':["
+	    "{'type':'reasoning','id':'rs_1','summary':[]}]}", &r, &err),
+	    TS_EINVAL);
+	assert_string_equal(err.param, "input");
+	assert_int_equal(parse(CHAT, "{'model':'tokstream-sim','messages':["
+	    "{'type':'reasoning','summary':[]},{'role':'user','content':"
+	    "'q'}]}", &r, &err), TS_EINVAL);
 	/* the budgets, capped by max_tokens as think_tokens does */
 	assert_int_equal(think_effort_budget(THINK_EFFORT_MINIMAL, 0), 16);
 	assert_int_equal(think_effort_budget(THINK_EFFORT_MEDIUM, 0), 256);
