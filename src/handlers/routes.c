@@ -294,6 +294,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 			    conn_param(conn, "HTTP_X_API_KEY")[0] == '\0' &&
 			    conn_param(conn, "HTTP_AUTHORIZATION")[0] ==
 			    '\0' ? "x-api-key header is required" :
+			    conn_param(conn, "HTTP_X_API_KEY")[0] == '\0' ?
+			    "invalid API key in Authorization: Bearer" :
 			    "invalid x-api-key");
 		route_error(c, uri, plen, &err,
 		    "WWW-Authenticate: Bearer\r\n");
