@@ -237,6 +237,10 @@ field_body_object(const char *body, size_t len, struct http_error *err)
 		http_error_too_deep(err);
 		return NULL;
 	}
+	if (http_json_too_many(body, len, HTTP_MAX_JSON_CONTAINERS)) {
+		http_error_too_many(err);
+		return NULL;
+	}
 	/* Duplicate keys are refused, as on the lab endpoints: no silent
 	 * pick of one of them. */
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,

@@ -300,6 +300,37 @@ http_json_too_deep(const char *p, size_t len, int max)
 	return 0;
 }
 
+int
+http_json_too_many(const char *p, size_t len, size_t max)
+{
+	size_t i, n = 0;
+	int in_str = 0;
+
+	for (i = 0; i < len; i++) {
+		char c = p[i];
+
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+		} else if (c == '"') {
+			in_str = 1;
+		} else if ((c == '[' || c == '{') && ++n > max) {
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void
+http_error_too_many(struct http_error *err)
+{
+	http_error_set(err, 400, ERR_TYPE, "invalid_json",
+	    "The body holds more than %d arrays and objects, tokstream's "
+	    "limit.", HTTP_MAX_JSON_CONTAINERS);
+}
+
 void
 http_error_too_deep(struct http_error *err)
 {

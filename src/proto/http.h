@@ -81,4 +81,17 @@ int http_json_too_deep(const char *p, size_t len, int max);
  * naming HTTP_MAX_JSON_DEPTH. */
 void http_error_too_deep(struct http_error *err);
 
+/*
+ * 1 when the JSON text (p, len) opens more than `max` arrays and objects
+ * in all (brackets inside strings do not count), else 0: a byte scan
+ * before parsing, so that a body of a few hundred thousand empty objects
+ * (a 1 MiB body made jansson hold 80 MB) is refused before jansson
+ * allocates a value for each. It need not be valid JSON.
+ */
+int http_json_too_many(const char *p, size_t len, size_t max);
+
+/* Fills *err for a body http_json_too_many refused: 400 invalid_json,
+ * naming HTTP_MAX_JSON_CONTAINERS. */
+void http_error_too_many(struct http_error *err);
+
 #endif /* TS_PROTO_HTTP_H */

@@ -20,5 +20,10 @@
 #define HTTP_MAX_JSON_DEPTH 64              /* arrays and objects open at
 					     * once in a JSON body, else 400
 					     * invalid_json */
+#define HTTP_MAX_JSON_CONTAINERS 32768      /* arrays and objects in all
+					     * in a JSON body, else 400
+					     * invalid_json (jansson holds
+					     * about 230 bytes an empty
+					     * object: 7.5 MB at most) */
 
 #endif /* TS_PROTO_LIMITS_H */

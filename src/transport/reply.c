@@ -200,6 +200,11 @@ reply_read_json(struct conn *c, struct ts_buf *body, struct http_error *err)
 		http_error_too_deep(err);
 		return TS_EINVAL;
 	}
+	if (http_json_too_many(body->p, body->len,
+	    HTTP_MAX_JSON_CONTAINERS)) {
+		http_error_too_many(err);
+		return TS_EINVAL;
+	}
 	return TS_OK;
 }
 

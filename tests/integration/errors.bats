@@ -67,6 +67,25 @@ expect_error() {
 		"$BASE/generate" | jq .usage.completion_tokens)" -eq 1 ]
 }
 
+@test "a body of more than 32,768 arrays and objects (in a field it ignores) is 400 invalid_json before parsing, on /generate, /v1, /v1/messages (Anthropic's shape) and /api/chat; 32,768 are parsed" {
+	d=$BATS_TEST_TMPDIR
+	# 40,000 empty objects: 280 KB that jansson would hold as ~9 MB
+	python3 -c 'print("[" + ",".join(["{}"] * 40000) + "]")' >"$d/many"
+	jq -c --slurpfile x "$d/many" '{prompt:"x",max_tokens:1,extra:$x[0]}' -n >"$d/b"
+	expect_error 400 invalid_json --data-binary @"$d/b" "$BASE/generate"
+	jq -e '.error.message | test("more than 32768 arrays and objects")' "$d/err"
+	jq -c --slurpfile x "$d/many" '{model:"tokstream-sim",messages:[{role:"user",content:"x"}],max_tokens:1,extra:$x[0]}' -n >"$d/b"
+	expect_error 400 invalid_json --data-binary @"$d/b" "$BASE/v1/chat/completions"
+	[ "$(curl -sS -o "$d/a" -w '%{http_code}' -H 'content-type: application/json' --data-binary @"$d/b" "$BASE/v1/messages")" = 400 ]
+	jq -e '.type == "error" and .error.type == "invalid_request_error" and (.error.message | test("32768"))' "$d/a"
+	[ "$(curl -sS -o "$d/o" -w '%{http_code}' --data-binary @"$d/b" "$BASE/api/chat")" = 400 ]
+	jq -e '.error | test("32768")' "$d/o"
+	# at the bound: the body's object, the extra array and 32,766 in it
+	python3 -c 'print("[" + ",".join(["{}"] * 32766) + "]")' >"$d/fits"
+	jq -c --slurpfile x "$d/fits" '{prompt:"x",max_tokens:1,extra:$x[0]}' -n >"$d/b"
+	[ "$(curl -sS --data-binary @"$d/b" "$BASE/generate" | jq .usage.completion_tokens)" -eq 1 ]
+}
+
 @test "a lab knob's error carries the knob's code on every endpoint: tpot_ms 10001 is invalid_tpot_ms on /stream, /generate and /v1" {
 	expect_error 400 invalid_tpot_ms "$BASE/stream?prompt=x&tpot_ms=10001"
 	expect_error 400 invalid_tpot_ms -d '{"prompt":"x","tpot_ms":10001}' \
