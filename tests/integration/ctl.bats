@@ -36,6 +36,17 @@ ctl() {
 	[[ "$output" == *"lighttpd: running"* ]]
 }
 
+@test "status with only TOKSTREAM_RUNDIR asks the port that run directory's server was started on" {
+	[ "$PORT" != 8170 ]
+	run env -u TOKSTREAM_PORT TOKSTREAM_RUNDIR="$RUNDIR" \
+		TOKSTREAM_BINDIR="$TS_BUILDDIR/src" \
+		TOKSTREAM_SITECONF="$TS_SRCDIR/etc/tokstream-site.conf" "$CTL" status
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"on http://127.0.0.1:$PORT"* ]]
+	[[ "$output" == *"health: http://127.0.0.1:$PORT/health answers"* ]]
+}
+
 @test "stop ends an open stream with the shutdown error event and [DONE]" {
 	curl -sS -N -o "$BATS_TEST_TMPDIR/s" "$BASE/stream?prompt=a&max_tokens=300&tpot_ms=50" &
 	pid=$!
