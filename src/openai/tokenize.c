@@ -135,6 +135,16 @@ openai_parse_tokenize(const char *body, size_t len,
 		return TS_EINVAL;
 	if (model_type_ok(root, err) != 0)
 		goto out;
+	if (field_given(json_object_get(root, "prompt")) &&
+	    field_given(json_object_get(root, "messages"))) {
+		/* vLLM's two request types each have one of them; a body
+		 * with both would be read as one and drop the other */
+		http_error_set(err, 400, ERR_TYPE, "invalid_value",
+		    "Give 'prompt' (TokenizeCompletionRequest) or 'messages' "
+		    "(TokenizeChatRequest), not both.");
+		http_error_set_param(err, "messages");
+		goto out;
+	}
 	if (field_given(json_object_get(root, "prompt")))
 		kind = OPENAI_COMPLETIONS;
 	else if (field_given(json_object_get(root, "messages")))
@@ -203,7 +213,8 @@ openai_token_out_of_vocab(struct http_error *err, size_t index, uint64_t id,
 		http_error_set(err, 400, ERR_TYPE, "invalid_value",
 		    "Invalid 'tokens[%zu]': token id %llu is out of "
 		    "vocabulary.", index, (unsigned long long)id);
-	http_error_set_param(err, "tokens");
+	/* the element, as every other refusal of one names it */
+	http_error_set_param(err, "tokens[%zu]", index);
 }
 
 enum ts_err

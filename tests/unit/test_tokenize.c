@@ -43,6 +43,8 @@ test_tokenize_parse(void **unused)
 		{ "{'prompt':'x','return_token_strs':'yes'}", 400,
 		    "invalid_type", "return_token_strs" },
 		{ "{'messages':[]}", 400, "empty_array", "messages" },
+		{ "{'prompt':'x','messages':[{'role':'user','content':'y'}]}",
+		    400, "invalid_value", "messages" },
 		{ "{'messages':[{'role':'user','content':'x'}],"
 		    "'add_generation_prompt':true,'continue_final_message':true}",
 		    400, "invalid_value", "continue_final_message" },
@@ -136,7 +138,7 @@ test_detokenize_parse(void **unused)
 		{ "{'tokens':[1,'2']}", 400, "tokens[1]", 0 },
 		{ "{'tokens':[1.5]}", 400, "tokens[0]", 0 },
 		{ "{'tokens':[-1]}", 400, "tokens[0]", 0 },
-		{ "{'tokens':[4294967295]}", 400, "tokens", 0 },
+		{ "{'tokens':[4294967295]}", 400, "tokens[0]", 0 },
 		{ "{'tokens':[1],'model':'x'}", 404, "", 0 },
 		{ "{'tokens':[1],'model':7}", 400, "model", 0 },
 		{ "{'tokens':[]}", 0, NULL, 0 },
