@@ -222,6 +222,26 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	jq -e '.error | test("no endpoint at /api/pull")' "$d/e"
 }
 
+@test "every option Ollama knows is type-checked, used or not: num_ctx \"big\", repeat_penalty \"x\", mirostat \"x\", num_gpu true, num_keep 1.5, use_mmap \"yes\" are 400 {\"error\"}; right types and unknown names answer" {
+	d=$BATS_TEST_TMPDIR
+	for o in '"num_ctx":"big"' '"repeat_penalty":"x"' '"mirostat":"x"' \
+	    '"num_gpu":true' '"num_keep":1.5' '"use_mmap":"yes"'; do
+		name=$(jq -rn "{$o} | keys[0]")
+		run curl -sS -o "$d/e" -w '%{http_code}' \
+			-d "{\"model\":\"tokstream-sim\",\"prompt\":\"hi\",\"stream\":false,\"options\":{$o,\"num_predict\":1}}" \
+			"$BASE/api/generate"
+		echo "$o -> $output $(cat "$d/e")"
+		[ "$output" = 400 ]
+		jq -e --arg n "$name" 'keys == ["error"] and
+			(.error | startswith("option \"" + $n + "\" must be of type "))' "$d/e"
+	done
+	run curl -sS -o "$d/g" -w '%{http_code}' \
+		-d '{"model":"tokstream-sim","prompt":"hi","stream":false,"options":{"num_ctx":4096,"repeat_penalty":1.1,"mirostat":0,"num_gpu":-1,"num_keep":4,"use_mmap":true,"no_such_option":"x","num_predict":1}}' \
+		"$BASE/api/generate"
+	[ "$output" = 200 ]
+	jq -e '.done == true and .eval_count == 1' "$d/g"
+}
+
 @test "lighttpd's own errors under /api/ are in Ollama's shape: a 413 for a body over 2 MiB, a 503 with the responder down; /v1/chat/completions keeps OpenAI's" {
 	d=$BATS_TEST_TMPDIR
 	# ollama_shape FILE: exactly {"error":"MESSAGE"}
