@@ -266,9 +266,94 @@ opt_stop(const json_t *opts, struct ollama_request *req,
 	return TS_OK;
 }
 
-/* options (api.Options; the npm client's Options): the ones that change
- * the answer; every other key is accepted and ignored, as Ollama ignores
- * those a runner does not use. */
+/* The Go type of a known option, as Options.FromMap checks it. */
+enum opt_type {
+	OPT_INT,        /* int: an integral number */
+	OPT_NUM,        /* float32: any number */
+	OPT_BOOL,       /* bool, *bool */
+	OPT_STRINGS     /* []string (stop; one string too, as the CLI sends) */
+};
+
+/* Every option Ollama knows, with its type: api.Options and the
+ * api.Runner it embeds (ollama/ollama api/types.go, commit b8761ab0;
+ * Options.FromMap answers 400 "option %q must be of type T" for a value
+ * of another type, skips a null, and logs and ignores an unknown name).
+ * tokstream uses num_predict, temperature, top_p, seed and stop
+ * (parse_options); the rest only have their type checked. Stricter than
+ * FromMap in one way, as num_predict always was: an integer option with a
+ * fraction (1.5) is refused, where Go would truncate it. */
+static const struct {
+	const char *name;
+	enum opt_type type;
+} ollama_options[] = {
+	/* api.Runner */
+	{ "num_ctx", OPT_INT }, { "num_batch", OPT_INT },
+	{ "num_gpu", OPT_INT }, { "main_gpu", OPT_INT },
+	{ "low_vram", OPT_BOOL }, { "f16_kv", OPT_BOOL },
+	{ "logits_all", OPT_BOOL }, { "vocab_only", OPT_BOOL },
+	{ "use_mmap", OPT_BOOL }, { "use_mlock", OPT_BOOL },
+	{ "num_thread", OPT_INT },
+	/* api.Options */
+	{ "num_keep", OPT_INT }, { "seed", OPT_INT },
+	{ "num_predict", OPT_INT }, { "top_k", OPT_INT },
+	{ "top_p", OPT_NUM }, { "min_p", OPT_NUM },
+	{ "typical_p", OPT_NUM }, { "repeat_last_n", OPT_INT },
+	{ "temperature", OPT_NUM }, { "repeat_penalty", OPT_NUM },
+	{ "presence_penalty", OPT_NUM }, { "frequency_penalty", OPT_NUM },
+	{ "mirostat", OPT_INT }, { "mirostat_tau", OPT_NUM },
+	{ "mirostat_eta", OPT_NUM }, { "penalize_newline", OPT_BOOL },
+	{ "stop", OPT_STRINGS },
+};
+
+/* The type of every known option in opts (an object): TS_OK, or a 400
+ * naming the first of ollama_options[] with a value of another type,
+ * in tokstream's words for the types ("number" for Go's float32). */
+static enum ts_err
+opt_types(const json_t *opts, struct http_error *err)
+{
+	static const char *const words[] = {
+		[OPT_INT] = "integer", [OPT_NUM] = "number",
+		[OPT_BOOL] = "boolean", [OPT_STRINGS] = "array",
+	};
+	const json_t *v;
+	size_t i;
+	int ok;
+
+	for (i = 0; i < sizeof(ollama_options) / sizeof(ollama_options[0]);
+	    i++) {
+		v = json_object_get(opts, ollama_options[i].name);
+		if (v == NULL || json_is_null(v))
+			continue;
+		switch (ollama_options[i].type) {
+		case OPT_INT:
+			ok = json_is_integer(v) || (json_is_real(v) &&
+			    json_real_value(v) == floor(json_real_value(v)));
+			break;
+		case OPT_NUM:
+			ok = json_is_number(v);
+			break;
+		case OPT_BOOL:
+			ok = json_is_boolean(v);
+			break;
+		default:
+			ok = json_is_array(v) || json_is_string(v);
+			break;
+		}
+		if (!ok) {
+			http_error_set(err, 400, "invalid_request_error",
+			    "invalid_type", "option \"%s\" must be of type %s",
+			    ollama_options[i].name,
+			    words[ollama_options[i].type]);
+			return TS_EINVAL;
+		}
+	}
+	return TS_OK;
+}
+
+/* options (api.Options; the npm client's Options): every known one's
+ * type checked (opt_types), then the ones that change the answer read
+ * and range-checked; unknown names are accepted and ignored, as Ollama
+ * ignores them. */
 static enum ts_err
 parse_options(const json_t *root, struct ollama_request *req,
     struct http_error *err)
@@ -283,6 +368,8 @@ parse_options(const json_t *root, struct ollama_request *req,
 	if (!json_is_object(o))
 		return bad_type(err, req->kind, "options", o,
 		    "map[string]interface {}");
+	if (opt_types(o, err) != TS_OK)
+		return TS_EINVAL;
 	if (opt_int(o, "num_predict", -2, HTTP_MAX_TOKENS_CAP, &v, &has,
 	    err) != TS_OK)
 		return TS_EINVAL;

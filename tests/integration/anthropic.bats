@@ -182,6 +182,50 @@ metric() {
 	jq -e '.input_tokens > 0' "$d/c"
 }
 
+@test "lighttpd's own errors on /v1/messages are in Anthropic's shape: a 413 for a body over 2 MiB, a 503 with the responder down; /v1/chat/completions keeps OpenAI's" {
+	d=$BATS_TEST_TMPDIR
+	# anthropic_shape FILE TYPE: exactly Anthropic's error object
+	anthropic_shape() {
+		cat "$1"; echo
+		jq -e --arg t "$2" 'keys == ["error","request_id","type"] and
+			.type == "error" and .request_id == null and
+			(.error | keys == ["message","type"]) and .error.type == $t and
+			(.error.message | length > 10)' "$1"
+	}
+	# a body over lighttpd's 2 MiB, which refuses it before the responder
+	head -c 2200000 /dev/zero | tr '\0' x |
+		jq -Rsc --arg m "$MODEL" '{model:$m, max_tokens:5,
+		  messages:[{role:"user", content:.}]}' >"$d/huge"
+	[ "$(post /v1/messages @"$d/huge" "$d/e")" = 413 ]
+	anthropic_shape "$d/e" request_too_large
+	[ "$(post /v1/messages/count_tokens @"$d/huge" "$d/e")" = 413 ]
+	anthropic_shape "$d/e" request_too_large
+	[ "$(post /v1/chat/completions @"$d/huge" "$d/e")" = 413 ]
+	jq -e '.error.code == "body_too_large" and .error.param == null' "$d/e"
+	# the responder down on a second server (its supervisor first, or it
+	# brings the responder back)
+	local base1=$BASE rundir1=$RUNDIR port1=$PORT
+	TS_RUNDIR=$(mktemp -d "$BATS_FILE_TMPDIR/ts2.XXXXXX") ts_start
+	RUNDIR2=$RUNDIR PORT2=$PORT
+	RUNDIR=$rundir1 PORT=$port1
+	kill "$(cat "$RUNDIR2/supervisor.pid")"
+	kill "$(head -n 1 "$RUNDIR2/tokstream-fcgi.pid")"
+	for i in $(seq 1 50); do
+		code=$(post /v1/messages "$(msg hi)" "$d/e")
+		[ "$code" = 503 ] && break
+		sleep 0.1
+	done
+	[ "$code" = 503 ]
+	grep -qi '^content-type: application/json' "$d/e.h"
+	anthropic_shape "$d/e" overloaded_error
+	[ "$(post /v1/messages/count_tokens "$(msg hi)" "$d/e")" = 503 ]
+	anthropic_shape "$d/e" overloaded_error
+	[ "$(post /v1/chat/completions '{}' "$d/e")" = 503 ]
+	jq -e '.error.code == "backend_unavailable" and
+		.error.type == "server_error" and .error.param == null' "$d/e"
+	BASE=$base1
+}
+
 @test "the API key: x-api-key or Authorization: Bearer; none or a wrong one is a 401 authentication_error" {
 	d=$BATS_TEST_TMPDIR
 	code=$(curl -sS -o "$d/e" -w '%{http_code}' -H 'content-type: application/json' \

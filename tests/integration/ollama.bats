@@ -222,6 +222,68 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	jq -e '.error | test("no endpoint at /api/pull")' "$d/e"
 }
 
+@test "every option Ollama knows is type-checked, used or not: num_ctx \"big\", repeat_penalty \"x\", mirostat \"x\", num_gpu true, num_keep 1.5, use_mmap \"yes\" are 400 {\"error\"}; right types and unknown names answer" {
+	d=$BATS_TEST_TMPDIR
+	for o in '"num_ctx":"big"' '"repeat_penalty":"x"' '"mirostat":"x"' \
+	    '"num_gpu":true' '"num_keep":1.5' '"use_mmap":"yes"'; do
+		name=$(jq -rn "{$o} | keys[0]")
+		run curl -sS -o "$d/e" -w '%{http_code}' \
+			-d "{\"model\":\"tokstream-sim\",\"prompt\":\"hi\",\"stream\":false,\"options\":{$o,\"num_predict\":1}}" \
+			"$BASE/api/generate"
+		echo "$o -> $output $(cat "$d/e")"
+		[ "$output" = 400 ]
+		jq -e --arg n "$name" 'keys == ["error"] and
+			(.error | startswith("option \"" + $n + "\" must be of type "))' "$d/e"
+	done
+	run curl -sS -o "$d/g" -w '%{http_code}' \
+		-d '{"model":"tokstream-sim","prompt":"hi","stream":false,"options":{"num_ctx":4096,"repeat_penalty":1.1,"mirostat":0,"num_gpu":-1,"num_keep":4,"use_mmap":true,"no_such_option":"x","num_predict":1}}' \
+		"$BASE/api/generate"
+	[ "$output" = 200 ]
+	jq -e '.done == true and .eval_count == 1' "$d/g"
+}
+
+@test "lighttpd's own errors under /api/ are in Ollama's shape: a 413 for a body over 2 MiB, a 503 with the responder down; /v1/chat/completions keeps OpenAI's" {
+	d=$BATS_TEST_TMPDIR
+	# ollama_shape FILE: exactly {"error":"MESSAGE"}
+	ollama_shape() {
+		cat "$1"; echo
+		jq -e 'keys == ["error"] and (.error | type == "string" and length > 10)' "$1"
+	}
+	# a body over lighttpd's 2 MiB, which refuses it before the responder
+	head -c 2200000 /dev/zero | tr '\0' x |
+		jq -Rsc '{model:"tokstream-sim", messages:[{role:"user", content:.}]}' >"$d/huge"
+	for p in /api/chat /api/generate /v1/chat/completions; do
+		run curl -sS -m 30 -o "$d/e" -w '%{http_code} %{content_type}' \
+			--data-binary @"$d/huge" "$BASE$p"
+		[ "$output" = "413 application/json" ]
+		if [ "$p" = /v1/chat/completions ]; then
+			jq -e '.error.code == "body_too_large" and .error.param == null' "$d/e"
+		else
+			ollama_shape "$d/e"
+			jq -e '.error | test("2 MiB")' "$d/e"
+		fi
+	done
+	# the responder down on a second server (its supervisor first, or it
+	# brings the responder back)
+	other_server
+	kill "$(cat "$RUNDIR2/supervisor.pid")"
+	kill "$(head -n 1 "$RUNDIR2/tokstream-fcgi.pid")"
+	for i in $(seq 1 50); do
+		code=$(curl -sS -o "$d/e" -w '%{http_code}' -d "$CHAT}" "$BASE2/api/chat")
+		[ "$code" = 503 ] && break
+		sleep 0.1
+	done
+	[ "$code" = 503 ]
+	ollama_shape "$d/e"
+	run curl -sS -o "$d/e" -w '%{http_code} %{content_type}' "$BASE2/api/tags"
+	[ "$output" = "503 application/json" ]
+	ollama_shape "$d/e"
+	run curl -sS -o "$d/e" -w '%{http_code}' -d '{}' "$BASE2/v1/chat/completions"
+	[ "$output" = 503 ]
+	jq -e '.error.code == "backend_unavailable" and
+		.error.type == "server_error" and .error.param == null' "$d/e"
+}
+
 @test "failure injection (X-Tokstream-Failure): rate_limit is a 429 in Ollama's shape; midstream_error ends the stream with an error line, midstream_cut with nothing; a timeout answers nothing; each counted" {
 	d=$BATS_TEST_TMPDIR
 	before=$(curl -sS "$BASE/metrics" | unlabel_model | awk '$1 ~ /^tokstream:injected_failures_total/ { s += $2 } END { print s + 0 }')

@@ -105,6 +105,38 @@ test_refused(void **state)
 		    "{'seed':1.5}}", 400, "\"seed\" must be of type integer" },
 		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
 		    "{'stop':['a','b','c','d','e']}}", 400, "at most 4" },
+		/* every option Ollama knows has its Go type checked
+		 * (api/types.go Options, Runner), not only those used */
+		{ OLLAMA_GENERATE, "{'model':'tokstream-sim','options':"
+		    "{'num_ctx':'big','num_predict':1}}", 400,
+		    "option \"num_ctx\" must be of type integer" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'repeat_penalty':'x'}}", 400,
+		    "option \"repeat_penalty\" must be of type number" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'mirostat':'x'}}", 400,
+		    "option \"mirostat\" must be of type integer" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'num_gpu':true}}", 400,
+		    "option \"num_gpu\" must be of type integer" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'num_keep':1.5}}", 400,
+		    "option \"num_keep\" must be of type integer" },
+		{ OLLAMA_GENERATE, "{'model':'tokstream-sim','options':"
+		    "{'use_mmap':'yes'}}", 400,
+		    "option \"use_mmap\" must be of type boolean" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'penalize_newline':0}}", 400,
+		    "option \"penalize_newline\" must be of type boolean" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'mirostat_tau':[5]}}", 400,
+		    "option \"mirostat_tau\" must be of type number" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'top_k':2.5}}", 400,
+		    "option \"top_k\" must be of type integer" },
+		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
+		    "{'stop':5}}", 400,
+		    "option \"stop\" must be of type array" },
 		{ OLLAMA_CHAT, "{'model':'tokstream-sim','options':"
 		    "{'stop':['']}}", 400, "each stop string" },
 		{ OLLAMA_CHAT, "{'model':'tokstream-sim','format':'xml'}", 400,
@@ -176,6 +208,27 @@ test_defaults_and_options(void **state)
 	assert_memory_equal(req.stop[0], "\n", 1);
 	assert_int_equal(req.think, 1);
 	assert_int_equal(req.knobs.tpot_ms, 5);
+	ollama_request_free(&req);
+
+	/* every known option of the right type (null too, which Go's
+	 * FromMap skips), an integral real for an int, and names Ollama
+	 * does not know (any type) are accepted */
+	assert_int_equal(parse(OLLAMA_CHAT, "{'model':'tokstream-sim',"
+	    "'options':{'num_ctx':4096,'num_batch':512,'num_gpu':-1,"
+	    "'main_gpu':0,'low_vram':false,'f16_kv':true,'logits_all':false,"
+	    "'vocab_only':false,'use_mmap':true,'use_mlock':false,"
+	    "'num_thread':8,'num_keep':4.0,'seed':-1,'num_predict':3,"
+	    "'top_k':40,'top_p':0.9,'min_p':0,'typical_p':1,"
+	    "'repeat_last_n':64,'temperature':0.8,'repeat_penalty':1.1,"
+	    "'presence_penalty':0,'frequency_penalty':0,'mirostat':0,"
+	    "'mirostat_tau':5,'mirostat_eta':0.1,'penalize_newline':true,"
+	    "'stop':['x'],'numa':'yes','tfs_z':'x','no_such':[1]}}", &req,
+	    &err), TS_OK);
+	assert_int_equal(req.num_predict, 3);
+	ollama_request_free(&req);
+	assert_int_equal(parse(OLLAMA_CHAT, "{'model':'tokstream-sim',"
+	    "'options':{'num_ctx':null,'use_mmap':null,'repeat_penalty':null}}",
+	    &req, &err), TS_OK);
 	ollama_request_free(&req);
 
 	/* a key twice: the last holds, as in Go */
