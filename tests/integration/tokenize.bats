@@ -140,7 +140,7 @@ Then it slept.'
 		post /detokenize "{\"tokens\":[5,$id]}" >"$BATS_TEST_TMPDIR/e"
 		echo "detokenize id $id: $(code) $(cat "$BATS_TEST_TMPDIR/e")"
 		[ "$(code)" = 400 ]
-		jq -e '.error.param == "tokens" and (.error.message | test("tokens\\[1\\].*out of vocabulary"))' \
+		jq -e '.error.param == "tokens[1]" and (.error.message | test("tokens\\[1\\].*out of vocabulary"))' \
 			"$BATS_TEST_TMPDIR/e"
 	done
 	# an empty list is the empty text
