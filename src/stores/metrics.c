@@ -185,13 +185,35 @@ token_of(uint64_t pid)
 	return cur;
 }
 
-/* Whether process pid (1 .. METRICS_PID_MAX) is gone; keeps errno. */
+/* Whether /proc says process pid is a zombie (exited, not yet reaped:
+ * proc(5), the state after the command's closing parenthesis); 0 when
+ * it cannot tell. */
+static int
+pid_zombie(uint64_t pid)
+{
+	char path[48], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu64 "/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p != NULL && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Whether process pid (1 .. METRICS_PID_MAX) is gone: no such process,
+ * or one that has exited and waits to be reaped (a responder's slot stops
+ * counting when it exits, not when its parent reaps it); keeps errno. */
 static int
 pid_gone(uint64_t pid)
 {
 	int saved = errno, gone;
 
-	gone = kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+	gone = kill((pid_t)pid, 0) != 0 ? errno == ESRCH : pid_zombie(pid);
 	errno = saved;
 	return gone;
 }

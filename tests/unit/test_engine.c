@@ -1064,7 +1064,7 @@ test_lock_handed_off_between_passes(void **unused)
 	struct engine_seq *s;
 	struct stats_caller caller;
 	pthread_t th;
-	unsigned steps, before = 0, round, total = 0;
+	unsigned steps, before = 0, round, quick = 0;
 
 	(void)unused;
 	sim_backend(&be);
@@ -1111,12 +1111,16 @@ test_lock_handed_off_between_passes(void **unused)
 		}
 		print_message("round %u: the caller had the engine's lock "
 		    "after %u step(s) let through\n", round + 1, steps);
-		total += steps;
+		quick += steps <= 2;
 	}
 	atomic_store(&gate_permits, 1u << 30);
 	/* one step each (a caller not yet asleep on the lock when a pass
-	 * ends costs one more): without the hand-off 3 to 50 each */
-	assert_true(total <= 5 + 2);
+	 * ends costs one more), so most rounds take at most 2; without the
+	 * hand-off every round takes 3 to 50. Most, not all: on a loaded
+	 * machine a round whose caller thread has not yet run when the
+	 * steps are let through takes a few more (4 in one of five, seen
+	 * with two test suites beside it) */
+	assert_true(quick >= 3);
 	engine_cancel(e, s, engine_now_ns(), ENGINE_CAUSE_CLIENT_GONE);
 	engine_release(e, s);
 	engine_destroy(e);

@@ -528,8 +528,9 @@ test_across_processes(void **unused)
 	metrics_close(m);
 }
 
-/* A child that exits without metrics_close, and one killed with
- * SIGKILL: neither's gauges count once it is gone. */
+/* A child that exits without metrics_close, one killed with SIGKILL,
+ * and one that exited and waits to be reaped: none's gauges count once
+ * it is gone. */
 static void
 test_dead_process_slot(void **unused)
 {
@@ -588,6 +589,33 @@ test_dead_process_slot(void **unused)
 	assert_int_equal(sample(text, PROCS), 1);
 	free(text);
 	close(fds[0]);
+
+	/* a child that has exited and is not reaped yet (a zombie: kill()
+	 * still finds it) is gone too */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct metrics *cm = NULL;
+		char err[512];
+
+		if (metrics_open(&cm, dir, err, sizeof(err)) != TS_OK)
+			_exit(1);
+		metrics_gauge_set(cm, METRICS_RUNNING, 7);
+		_exit(0);
+	}
+	{
+		siginfo_t si;
+
+		memset(&si, 0, sizeof(si));
+		assert_int_equal(waitid(P_PID, (id_t)pid, &si,
+		    WEXITED | WNOWAIT), 0);     /* exited, left unreaped */
+		assert_int_equal(kill(pid, 0), 0);
+	}
+	text = render(m);
+	assert_int_equal(sample(text, RUNNING), 0);
+	assert_int_equal(sample(text, PROCS), 1);
+	free(text);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
 	metrics_close(m);
 }
 
@@ -1093,15 +1121,31 @@ test_vllm_dialect(void **unused)
 	snprintf(prog, sizeof(prog), "%s/tests/promcheck", build ? build : "");
 	if (build != NULL && access(prog, X_OK) == 0)
 		assert_int_equal(promcheck(prog, text), 0);
-	/* the default: tokstream's names, no label, no request histogram */
+	/* the default: tokstream's names, no request histogram; with a
+	 * model name (as the server gives it, #24) every sample carries
+	 * model_name too, else it is metrics_render's text */
 	plain = render(m);
 	assert_null(strstr(plain, "vllm:"));
 	assert_null(strstr(plain, "model_name"));
 	assert_null(strstr(plain, "request_prompt_tokens"));
-	metrics_dialect_of(&d, "tokstream", "ignored");
+	metrics_dialect_of(&d, "tokstream", NULL);
 	ts_buf_reset(&b);
 	assert_int_equal(metrics_render_dialect(m, &d, &b), TS_OK);
 	assert_string_equal(b.p, plain);
+	metrics_dialect_of(&d, "tokstream", "m1");
+	ts_buf_reset(&b);
+	assert_int_equal(metrics_render_dialect(m, &d, &b), TS_OK);
+	assert_null(strstr(b.p, "vllm:"));
+	assert_null(strstr(b.p, "request_prompt_tokens"));
+	samples = 0;
+	for (line = b.p; *line != '\0'; line = strchr(line, '\n') + 1) {
+		if (*line != '#') {
+			assert_memory_equal(line, "tokstream:", 10);
+			assert_non_null(strstr(line, "{model_name=\"m1\""));
+			samples++;
+		}
+	}
+	assert_true(samples > 50);
 	free(plain);
 	/* a model name over 256 bytes: refused, b as it was */
 	memset(big, 'a', sizeof(big) - 1);
