@@ -178,7 +178,7 @@ ms_of() {
 }
 
 @test "while 8 clients POST 12 each of a schema whose checking takes its whole step budget keep the body threads busy, /health, /metrics and a /stream's whole answer each come sooner than one such POST alone" {
-	local heavy=$BATS_TEST_TMPDIR/uniq.json i j worst=0 t alone u n
+	local heavy=$BATS_TEST_TMPDIR/uniq.json i j worst=0 t alone u n median
 	{
 		printf '%s' '{"model":"tokstream-sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f","parameters":'
 		uniq_schema 2100
@@ -207,14 +207,23 @@ ms_of() {
 			"$BASE/stream?prompt=light&max_tokens=4"; do
 			t=$(ms_of "$u")
 			echo "$u: $t ms"
+			echo "$t" >>"$BATS_TEST_TMPDIR/light"
 			[ "$t" -gt "$worst" ] && worst=$t
 		done
 		sleep 0.1
 	done
 	n=$(grep -c . "$BATS_TEST_TMPDIR/codes")
 	wait
-	echo "worst: $worst ms; POSTs answered when the last was asked: $n; answers: $(sort "$BATS_TEST_TMPDIR/codes" | uniq -c | tr '\n' ' ')"
-	[ "$worst" -lt "$alone" ]
+	median=$(sort -n "$BATS_TEST_TMPDIR/light" | sed -n 15p)
+	echo "median $median ms, worst $worst ms; POSTs answered when the last was asked: $n; answers: $(sort "$BATS_TEST_TMPDIR/codes" | uniq -c | tr '\n' ' ')"
+	# Queued behind the bodies (before the light queue), each took 2 to 3
+	# times one POST alone, every one of them: the median of the 30 must
+	# be under one POST alone, and no single one may wait as a queued
+	# request does (a loaded machine can delay a few by a scheduler
+	# slice: once /metrics took 226 ms against 73 ms alone, niced beside
+	# two other test suites)
+	[ "$median" -lt "$alone" ]
+	[ "$worst" -lt $((alone * 4)) ]
 	# the premise: the bodies were still being parsed when the last one
 	# was asked (before the fifth thread, the POSTs were all answered
 	# by the sixth round, each round's answers taking 0.7 s)
