@@ -6,6 +6,8 @@
 #include "proto/http.h"
 
 #include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,11 +276,16 @@ out:
 	return rc;
 }
 
-int
-http_json_too_deep(const char *p, size_t len, int max)
+/*
+ * Scans JSON text (p, len) for its arrays and objects (brackets inside
+ * strings do not count): 1 as soon as more than max_depth are open at
+ * once or more than max_count have opened in all, else 0.
+ */
+static int
+json_over(const char *p, size_t len, int max_depth, size_t max_count)
 {
 	int depth = 0, in_str = 0;
-	size_t i;
+	size_t i, n = 0;
 
 	for (i = 0; i < len; i++) {
 		char c = p[i];
@@ -291,7 +298,7 @@ http_json_too_deep(const char *p, size_t len, int max)
 		} else if (c == '"') {
 			in_str = 1;
 		} else if (c == '[' || c == '{') {
-			if (++depth > max)
+			if (++depth > max_depth || ++n > max_count)
 				return 1;
 		} else if (c == ']' || c == '}') {
 			depth--;
@@ -301,26 +308,15 @@ http_json_too_deep(const char *p, size_t len, int max)
 }
 
 int
+http_json_too_deep(const char *p, size_t len, int max)
+{
+	return json_over(p, len, max, SIZE_MAX);
+}
+
+int
 http_json_too_many(const char *p, size_t len, size_t max)
 {
-	size_t i, n = 0;
-	int in_str = 0;
-
-	for (i = 0; i < len; i++) {
-		char c = p[i];
-
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = 0;
-		} else if (c == '"') {
-			in_str = 1;
-		} else if ((c == '[' || c == '{') && ++n > max) {
-			return 1;
-		}
-	}
-	return 0;
+	return json_over(p, len, INT_MAX, max);
 }
 
 void

@@ -69,15 +69,11 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	client notfound
 }
 
-@test "ollama client: a stream aborted after 5 parts stops generating (at most 6 tokens, cancelled, client_gone)" {
-	need_node ollama
-	# the control: the same request read to its end makes far more
-	curl -sS -f -o "$BATS_TEST_TMPDIR/full" -d '{"model":"tokstream-sim","messages":[{"role":"user","content":"tell me about the sea"}],"options":{"seed":11,"num_predict":2000}}' \
-		"$BASE/api/chat"
-	full=$(tail -n 1 "$BATS_TEST_TMPDIR/full" | jq .eval_count)
-	echo "full: $full tokens"
-	[ "$full" -ge 20 ]
-	run timeout 60 node "$TS_SRCDIR/tests/node/ollama-client.mjs" "$BASE" abort
+# aborted_after_5 CASE: ollama-client.mjs CASE aborts its stream after 5
+# parts; the stream's record says cancelled, client_gone, at most 6
+# tokens generated
+aborted_after_5() {
+	run timeout 60 node "$TS_SRCDIR/tests/node/ollama-client.mjs" "$BASE" "$1"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ id=([0-9]+)\ parts=5 ]]
@@ -90,19 +86,20 @@ CHAT='{"model":"tokstream-sim","messages":[{"role":"user","content":"hello"}]'
 	[ "$g" -le 6 ]
 }
 
+@test "ollama client: a stream aborted after 5 parts stops generating (at most 6 tokens, cancelled, client_gone)" {
+	need_node ollama
+	# the control: the same request read to its end makes far more
+	curl -sS -f -o "$BATS_TEST_TMPDIR/full" -d '{"model":"tokstream-sim","messages":[{"role":"user","content":"tell me about the sea"}],"options":{"seed":11,"num_predict":2000}}' \
+		"$BASE/api/chat"
+	full=$(tail -n 1 "$BATS_TEST_TMPDIR/full" | jq .eval_count)
+	echo "full: $full tokens"
+	[ "$full" -ge 20 ]
+	aborted_after_5 abort
+}
+
 @test "ollama client: a think stream aborted after 5 thinking parts stops generating (at most 6 tokens, cancelled, client_gone)" {
 	need_node ollama
-	run timeout 60 node "$TS_SRCDIR/tests/node/ollama-client.mjs" "$BASE" abort-think
-	echo "$output"
-	[ "$status" -eq 0 ]
-	[[ "$output" =~ id=([0-9]+)\ parts=5 ]]
-	id=${BASH_REMATCH[1]}
-	wait_not_running "$id"
-	g=$(debug_field "$id" generated)
-	echo "generated $g"
-	[ "$(debug_field "$id" status)" = cancelled ]
-	[ "$(debug_field "$id" cancel_cause)" = client_gone ]
-	[ "$g" -le 6 ]
+	aborted_after_5 abort-think
 }
 
 @test "a chat stream is NDJSON: application/x-ndjson, one object a line, a line per token, the last done with done_reason and the metrics in ns" {
