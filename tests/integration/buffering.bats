@@ -5,11 +5,17 @@
 
 load helpers
 
-# itl_near_300 BASE: events of a TPOT 300 ms stream arrive ~300 ms apart
+# itl_near_300 BASE: events of a TPOT 300 ms stream arrive ~300 ms apart:
+# the two middle gaps of the four within 250..450 ms and the four together
+# over 900 ms. A buffering proxy gives four gaps near 0. Not every gap: on
+# a loaded machine one event written late makes its gap long and the
+# next one short (one such run in 20 of `scripts/check --repeat`).
 itl_near_300() {
 	"$TOKBENCH" stream --url "$1" --prompt hello --max-tokens 5 \
 		--tpot-ms 300 --json |
-		jq -e '.itl_ms | length == 4 and all(.[]; . > 250 and . < 450)'
+		jq -e '.itl_ms | . as $g | ("ITL ms: " + tostring | stderr) |
+			$g | length == 4 and (sort | .[1] > 250 and .[2] < 450)
+			and add > 900'
 }
 
 teardown() {
