@@ -72,7 +72,10 @@ struct engine_seq {
 	uint32_t *ids;                  /* cap entries */
 	uint32_t cap;                   /* max_tokens - start_index, or 0 */
 	enum seq_phase phase;
-	int own_cadence;                /* request gave its own tpot_ms */
+	int own_cadence;                /* request gave its own tpot_ms,
+					 * or a schedule */
+	int64_t *sched;                 /* replay: token k at admit_ns +
+					 * sched[k]; NULL: none */
 	double tpot_ms;                 /* its cadence (own_cadence) */
 	int cancel;                     /* the client is gone */
 	enum engine_cause cause;
@@ -421,6 +424,7 @@ seq_free(struct engine *e, struct engine_seq *s)
 	free(s->prompt_ids);
 	free(s->prompt_copy);
 	free(s->guide_copy);
+	free(s->sched);
 	/* on a listener's stack still: its next take frees the struct */
 	if (!(atomic_fetch_or(&s->list_flags, SEQ_DEAD) & SEQ_NEWS))
 		free(s);
@@ -701,9 +705,12 @@ admit(struct engine *e, int64_t now)
 				    s->nprompt_ids, hit);
 			kv_report(e);
 		}
-		end = e->be.physical ? now : now + engine_scaled_ns(
-		    ms, factor,
-		    engine_jitter_ns(&e->jitter, e->cfg.jitter_prefill_ms));
+		if (s->sched != NULL)
+			end = now + s->sched[0];   /* replay: as recorded */
+		else
+			end = e->be.physical ? now : now + engine_scaled_ns(
+			    ms, factor, engine_jitter_ns(&e->jitter,
+			    e->cfg.jitter_prefill_ms));
 		heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
 		s->has_admit = 1;
@@ -894,6 +901,18 @@ timer_fired(struct engine *e, struct engine_seq *s, int64_t t, int64_t now)
 	 * such timers stayed earliest in the heap for ever and the grid step,
 	 * every other stream's, waited behind them by seconds, more every
 	 * second (capacity.bats "own cadences the engine cannot keep ...") */
+	if (s->sched != NULL) {
+		/* replay: the recorded time of the next token, late or not
+		 * (a late pass sends what is due at once) */
+		uint32_t k = atomic_load_explicit(&s->produced,
+		    memory_order_relaxed);
+
+		next = atomic_load_explicit(&s->admit_ns,
+		    memory_order_relaxed) + s->sched[k < s->req.nschedule ?
+		    k : s->req.nschedule - 1];
+		heap_push(e, s, next < t ? t : next);
+		return;
+	}
 	next = s->due + step_len(e, s->tpot_ms, jit);
 	if (next < t)
 		next = t;
@@ -1188,6 +1207,14 @@ seq_new(const struct engine_request *r)
 	s->own_cadence = r->tpot_ms >= 0;
 	s->tpot_ms = r->tpot_ms < ENGINE_MIN_TPOT_MS ? ENGINE_MIN_TPOT_MS :
 	    r->tpot_ms;
+	s->req.schedule_ns = NULL;
+	if (r->schedule_ns != NULL && r->nschedule > 0) {
+		s->sched = xcalloc(r->nschedule, sizeof(*s->sched));
+		memcpy(s->sched, r->schedule_ns,
+		    r->nschedule * sizeof(*s->sched));
+		s->req.schedule_ns = s->sched;
+		s->own_cadence = 1;
+	}
 	s->phase = SEQ_WAITING;
 	s->slot_idx = s->heap_idx = s->batch_idx = NO_INDEX;
 	s->relay_held = 1;

@@ -176,6 +176,14 @@ struct engine_request {
 	struct engine_listener *listener;   /* NULL: nobody is told */
 	void *user;               /* the relay's, for engine_seq_user and
 				   * on_stall; opaque to the engine */
+	/* A replayed request (handlers/replay.c): token k (0-based) is
+	 * published at its admission + schedule_ns[k] (non-decreasing,
+	 * >= 0; the recorded arrival of chunk k, scaled), with no load
+	 * factor and no jitter; max_tokens must be nschedule and the
+	 * sampling ignore_eos. It holds a slot like any request and is
+	 * cancelled like one. NULL: the latency model. Copied. */
+	const int64_t *schedule_ns;
+	uint32_t nschedule;
 	const void *hook_arg;     /* for the on_submit hook only (the
 				   * server's record of the request); opaque
 				   * to the engine, not kept */

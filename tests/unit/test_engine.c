@@ -1185,6 +1185,55 @@ test_held_streams_count_for_429(void **unused)
 	engine_destroy(e);
 }
 
+/* A replayed request (engine_request.schedule_ns): its tokens come at
+ * its admission + the schedule, beside a stream on the grid; it holds a
+ * slot (a third request waits) and, cancelled, frees it at the next pass,
+ * not at its next scheduled token. */
+static void
+test_schedule_replays_times(void **unused)
+{
+	struct engine *e = mk_engine(2, 4, NULL);
+	struct probe a = { 0 }, b = { 0 }, c = { 0 }, *ps[] = { &a, &b, &c };
+	struct engine_request r;
+	const int64_t sched[] = { 7 * MS, 9 * MS, 50 * MS, 50 * MS,
+	    3000 * MS };
+	struct engine_view v;
+
+	(void)unused;
+	lab_request(&r, "replay", 5, 0);
+	r.sampling.ignore_eos = 1;
+	r.schedule_ns = sched;
+	r.nschedule = 5;
+	r.t0_ns = 0;
+	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
+	assert_int_equal(submit(e, &b, "grid", 3, 40, 0), TS_OK);
+	assert_int_equal(submit(e, &c, "waits", 2, 10, 0), TS_OK);
+	run_until(e, 0, 100 * MS, ps, 3);
+	assert_int_equal(a.seen, 4);
+	assert_int_equal(a.at[0], 7 * MS);
+	assert_int_equal(a.at[1], 9 * MS);
+	assert_int_equal(a.at[2], 50 * MS);
+	assert_int_equal(a.at[3], 50 * MS);
+	/* the grid's stream kept its own times: 40, 60, 80 ms */
+	assert_int_equal(b.seen, 3);
+	assert_int_equal(b.at[0], 40 * MS);
+	assert_int_equal(b.at[2], 80 * MS);
+	/* c waited for b's slot (freed at 80 ms): prefill 10 ms */
+	assert_int_equal(c.seen, 1);
+	assert_int_equal(c.at[0], 90 * MS);
+	engine_seq_view(a.s, &v);
+	assert_int_equal(v.finish, ENGINE_FINISH_NONE);
+	assert_int_equal(v.in_slot, 1);
+	engine_cancel(e, a.s, 100 * MS, ENGINE_CAUSE_CLIENT_GONE);
+	run_until(e, 100 * MS, 101 * MS, ps, 3);
+	assert_int_equal(finish_of(&a), ENGINE_FINISH_CANCELLED);
+	assert_int_equal(a.seen, 4);
+	engine_release(e, a.s);
+	engine_release(e, b.s);
+	engine_release(e, c.s);
+	engine_destroy(e);
+}
+
 int
 main(void)
 {
@@ -1213,6 +1262,7 @@ main(void)
 		cmocka_unit_test(test_held_streams_count_for_429),
 		cmocka_unit_test(test_prefix_cache_prices_prefill),
 		cmocka_unit_test(test_guide_and_logprobs),
+		cmocka_unit_test(test_schedule_replays_times),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
