@@ -121,7 +121,9 @@ fit_cmp_start(const void *a, const void *b)
 
 /* What one step gathered. */
 struct fit_acc {
-	uint32_t members, joiners, cont, active;
+	uint32_t members, joiners, cont;
+	long long active;       /* a difference: +1 at a first step,
+				 * -1 after a last */
 	int unclean;
 	double c, su, su2, gap;
 };
@@ -295,7 +297,7 @@ fit_trace_rows(const struct fit_trace *t, size_t ti, struct fit_rows *rows,
 		struct fit_acc *a = &acc[k];
 		struct fit_row row;
 
-		active += (long long)a->active;
+		active += a->active;
 		if (a->cont == 0) {
 			rows->skipped_idle++;
 			continue;
@@ -516,28 +518,22 @@ struct fit_data {
 	size_t n;
 };
 
-/*
- * Least squares over the rows of d->base with the outlier pass and the
- * negative slopes dropped (step 3 of fit.h); d->mask holds the rows used.
- * `what` names the regression in the notes.
- */
-static enum ts_err
-fit_robust(struct fit_data *d, unsigned use, struct fit_reg *r,
-    struct fit_result *res, const char *what)
+/* The outlier pass (step 3): fits `use` over d->base, then leaves the
+ * rows beyond the bound out of d->mask; returns how many left. */
+static size_t
+fit_outliers(struct fit_data *d, unsigned use)
 {
-	double *res_abs;
+	struct fit_reg r;
+	double *res_abs, sigma, bound;
 	size_t i, m = 0, dropped = 0;
-	double sigma, bound;
-	enum ts_err rc;
-	int j, again;
 
 	memcpy(d->mask, d->base, d->n);
-	if ((rc = fit_ols(d->x, d->y, d->mask, d->n, use, r)) != TS_OK)
-		return rc;
+	if (fit_ols(d->x, d->y, d->mask, d->n, use, &r) != TS_OK)
+		return 0;
 	res_abs = xmalloc((d->n ? d->n : 1) * sizeof(*res_abs));
 	for (i = 0; i < d->n; i++)
 		if (d->mask[i])
-			res_abs[m++] = fabs(d->y[i] - fit_predict(r,
+			res_abs[m++] = fabs(d->y[i] - fit_predict(&r,
 			    &d->x[i * FIT_MAXK]));
 	qsort(res_abs, m, sizeof(*res_abs), fit_cmp_double);
 	/* the residuals' mean is 0: |e| about 0 is the MAD's stand-in */
@@ -547,11 +543,24 @@ fit_robust(struct fit_data *d, unsigned use, struct fit_reg *r,
 	if (bound < FIT_OUTLIER_MIN_MS)
 		bound = FIT_OUTLIER_MIN_MS;
 	for (i = 0; i < d->n; i++)
-		if (d->mask[i] && fabs(d->y[i] - fit_predict(r,
+		if (d->mask[i] && fabs(d->y[i] - fit_predict(&r,
 		    &d->x[i * FIT_MAXK])) > bound) {
 			d->mask[i] = 0;
 			dropped++;
 		}
+	return dropped;
+}
+
+/* Least squares of `use` over d->mask, dropping the columns the data
+ * cannot identify and the slopes that come out negative, one at a time
+ * (step 3), each with a note. */
+static enum ts_err
+fit_settle(struct fit_data *d, unsigned use, struct fit_reg *r,
+    struct fit_result *res, const char *what)
+{
+	enum ts_err rc;
+	int j, again;
+
 	do {
 		if ((rc = fit_ols(d->x, d->y, d->mask, d->n, use, r)) !=
 		    TS_OK)
@@ -576,6 +585,30 @@ fit_robust(struct fit_data *d, unsigned use, struct fit_reg *r,
 			}
 		}
 	} while (again);
+	return TS_OK;
+}
+
+static unsigned fit_quadratic(struct fit_data *d, unsigned use,
+    struct fit_result *res, const char *what);
+
+/*
+ * The fit of `use` over the rows of d->base (step 3 and 4 of fit.h): the
+ * outlier pass (with u^2 when `quad`, so that a curve is not taken for
+ * outliers), the u^2 test when `quad`, then fit_settle. d->mask holds
+ * the rows used. `what` names the regression in the notes.
+ */
+static enum ts_err
+fit_robust(struct fit_data *d, unsigned use, int quad, struct fit_reg *r,
+    struct fit_result *res, const char *what)
+{
+	size_t dropped;
+	enum ts_err rc;
+
+	dropped = fit_outliers(d, use | (quad ? FIT_BIT(FIT_CSU2) : 0));
+	if (quad)
+		use = fit_quadratic(d, use, res, what);
+	if ((rc = fit_settle(d, use, r, res, what)) != TS_OK)
+		return rc;
 	r->dropped = dropped;
 	return TS_OK;
 }
@@ -654,35 +687,31 @@ fit_pick_any(const struct fit_row *r)
 	return 1;
 }
 
-/* The quadratic term's test (step 4): the fit `lin` (over d->mask) with
- * u^2 added; keeps it in *lin when it earns its place. */
-static void
-fit_quadratic(struct fit_data *d, unsigned use, struct fit_reg *lin,
-    struct fit_result *res, const char *what)
+/* The quadratic term's test (step 4) over d->mask: `use` with u^2
+ * against `use`; returns the columns to keep. */
+static unsigned
+fit_quadratic(struct fit_data *d, unsigned use, struct fit_result *res,
+    const char *what)
 {
-	struct fit_reg q;
-	int j;
+	struct fit_reg q, lin;
 
-	/* the columns the linear fit kept, and u^2 */
-	for (j = 0; j < FIT_MAXK; j++)
-		if (!lin->kept[j])
-			use &= ~FIT_BIT(j);
-	if (fit_ols(d->x, d->y, d->mask, d->n, use | FIT_BIT(FIT_CSU2), &q) !=
+	if (fit_ols(d->x, d->y, d->mask, d->n, use, &lin) != TS_OK ||
+	    fit_ols(d->x, d->y, d->mask, d->n, use | FIT_BIT(FIT_CSU2), &q) !=
 	    TS_OK || !q.kept[FIT_CSU2]) {
 		fit_note(res, "%s: per_token2_ms not identifiable: 0", what);
-		return;
+		return use;
 	}
-	res->f_quad = fit_f(&q, lin);
+	res->f_quad = fit_f(&q, &lin);
 	if (res->f_quad > FIT_F_KEEP && q.coef[FIT_CSU2] > 0) {
 		fit_note(res, "%s: per_token2_ms kept (F = %.1f > %.0f, "
 		    "%.3g > 0)", what, res->f_quad, FIT_F_KEEP,
 		    q.coef[FIT_CSU2]);
-		q.dropped = lin->dropped;
-		*lin = q;
-	} else
-		fit_note(res, "%s: per_token2_ms dropped (F = %.2f, "
-		    "coefficient %.3g: the linear prefill fits)", what,
-		    res->f_quad, q.coef[FIT_CSU2]);
+		return use | FIT_BIT(FIT_CSU2);
+	}
+	fit_note(res, "%s: per_token2_ms dropped (F = %.2f, coefficient "
+	    "%.3g: the linear prefill fits)", what, res->f_quad,
+	    q.coef[FIT_CSU2]);
+	return use;
 }
 
 static int
@@ -721,15 +750,18 @@ fit_test_shares(struct fit_data *d, const struct fit_rows *rows,
 		    nj, FIT_MIN_JOIN);
 		return;
 	}
-	if (fit_robust(d, FIT_JOIN_COLS, &full, res, "steps with joiners") !=
-	    TS_OK || fit_ols(d->x, d->y, d->mask, d->n, FIT_DECODE_COLS,
-	    &restr) != TS_OK)
+	/* unconstrained both (a negative term is the test's answer) */
+	(void)fit_outliers(d, FIT_JOIN_COLS | FIT_BIT(FIT_CSU2));
+	if (fit_ols(d->x, d->y, d->mask, d->n, FIT_JOIN_COLS |
+	    FIT_BIT(FIT_CSU2), &full) != TS_OK || fit_ols(d->x, d->y,
+	    d->mask, d->n, FIT_DECODE_COLS, &restr) != TS_OK)
 		return;
 	res->f_shares = fit_f(&full, &restr);
 	for (i = 0, nj = 0; i < d->n; i++)
 		if (d->mask[i] && rows->v[i].j > 0) {
 			cost += (full.coef[FIT_CJ] * rows->v[i].j +
-			    full.coef[FIT_CSU] * rows->v[i].su) /
+			    full.coef[FIT_CSU] * rows->v[i].su +
+			    full.coef[FIT_CSU2] * rows->v[i].su2) /
 			    rows->v[i].j;
 			nj++;
 		}
@@ -754,9 +786,8 @@ fit_solve_shares(struct fit_data *d, const struct fit_rows *rows,
 
 	for (i = 0; i < d->n; i++)
 		d->base[i] = 1;
-	if ((rc = fit_robust(d, FIT_JOIN_COLS, r, res, "steps")) != TS_OK)
+	if ((rc = fit_robust(d, FIT_JOIN_COLS, 1, r, res, "steps")) != TS_OK)
 		return rc;
-	fit_quadratic(d, FIT_JOIN_COLS, r, res, "steps");
 	res->d0 = r->coef[FIT_C1];
 	res->d1 = r->coef[FIT_CN];
 	res->d2 = r->coef[FIT_CC];
@@ -794,7 +825,7 @@ fit_solve_shares(struct fit_data *d, const struct fit_rows *rows,
 	}
 	if (m >= FIT_MIN_SOLO)
 		(void)fit_robust(d, FIT_PREFILL_COLS | (r->kept[FIT_CSU2] ?
-		    FIT_BIT(FIT_CSU2) : 0), &res->prefill, res,
+		    FIT_BIT(FIT_CSU2) : 0), 0, &res->prefill, res,
 		    "cross-check");
 	for (i = 0; i < d->n; i++)
 		if (rows->v[i].solo)
@@ -818,7 +849,7 @@ fit_solve_beside(struct fit_data *d, const struct fit_rows *rows,
 
 	for (i = 0; i < d->n; i++)
 		d->base[i] = !rows->v[i].solo;
-	if ((rc = fit_robust(d, FIT_DECODE_COLS, &res->decode, res,
+	if ((rc = fit_robust(d, FIT_DECODE_COLS, 0, &res->decode, res,
 	    "steps")) != TS_OK)
 		return rc;
 	res->d0 = res->decode.coef[FIT_C1];
@@ -839,13 +870,12 @@ fit_solve_beside(struct fit_data *d, const struct fit_rows *rows,
 		    "concurrency 1 too", nsolo, FIT_MIN_SOLO);
 		return TS_EINVAL;
 	}
-	if ((rc = fit_robust(d, FIT_PREFILL_COLS, &res->prefill, res,
+	if ((rc = fit_robust(d, FIT_PREFILL_COLS, 1, &res->prefill, res,
 	    "prefill")) != TS_OK) {
 		snprintf(err, errlen, "the prefill fit over %zu lone TTFTs "
 		    "failed", nsolo);
 		return rc;
 	}
-	fit_quadratic(d, FIT_PREFILL_COLS, &res->prefill, res, "prefill");
 	res->p0 = res->prefill.coef[FIT_C1];
 	res->p1 = res->prefill.coef[FIT_CSU];
 	res->p2 = res->prefill.coef[FIT_CSU2];
