@@ -81,6 +81,9 @@ struct engine_seq {
 	enum engine_cause cause;
 	int64_t cancel_ns;
 	int64_t due;                    /* timer: prefill end, own step */
+	int64_t prefill_ns;             /* prefill_shares_step: its prefill,
+					 * to lengthen the step it joins */
+	int claimed;                    /* ... that step's length has it */
 	int64_t leave_ns;
 	/* when it took a slot, and its first and last tokens (vLLM's
 	 * scheduled, first_token and last_token timestamps), for the
@@ -666,6 +669,39 @@ step_len(struct engine *e, double ms, int64_t jitter)
 	    jitter);
 }
 
+/* A sequence's context: its prompt and every token made so far. */
+static uint64_t
+seq_context(const struct engine_seq *s)
+{
+	return s->req.prompt_tokens + s->req.start_index +
+	    atomic_load_explicit(&s->produced, memory_order_relaxed);
+}
+
+/*
+ * The length of the grid's next step, from the batch it will run: the
+ * batch, and the joiners this step claims (prefill_shares_step: their
+ * prefills lengthen it), `jitter` the step's draw.
+ */
+static int64_t
+grid_len(struct engine *e, int64_t jitter, uint32_t njoin,
+    uint64_t join_ctx, int64_t join_prefill_ns)
+{
+	uint64_t ctx = join_ctx;
+	uint32_t i, n = njoin;
+
+	if (e->be.physical)
+		return 0;
+	if (e->cfg.lat.decode_per_ctx_token_ms != 0 ||
+	    e->cfg.lat.decode_per_seq_ms != 0)
+		for (i = 0; i < e->nbatch; i++)
+			if (e->batch[i] != NULL) {
+				n++;
+				ctx += seq_context(e->batch[i]);
+			}
+	return step_len(e, engine_decode_ms(&e->cfg.lat, n, ctx), jitter) +
+	    join_prefill_ns;
+}
+
 /* Moves waiting requests into free slots; their prefill starts at now
  * and ends at its modeled time (a physical backend's at once: its
  * seq_start is the prefill). */
@@ -698,6 +734,17 @@ admit(struct engine *e, int64_t now)
 			/* the prefill is priced over the tokens that missed
 			 * the cache only */
 			ms -= s->req.prefill_per_token_ms * hit;
+			if (e->cfg.lat.prefill_per_token2_ms > 0 &&
+			    s->req.prefill_per_token_ms > 0) {
+				/* the quadratic term over the uncached
+				 * tokens: n^2 - u^2 of it goes */
+				double n = (double)(s->req.prompt_tokens >
+				    hit ? s->req.prompt_tokens : hit);
+				double u = n - (double)hit;
+
+				ms -= e->cfg.lat.prefill_per_token2_ms *
+				    (n * n - u * u);
+			}
 			if (ms < 0)
 				ms = 0;
 			if (e->hooks.on_prefix != NULL)
@@ -705,12 +752,22 @@ admit(struct engine *e, int64_t now)
 				    s->nprompt_ids, hit);
 			kv_report(e);
 		}
-		if (s->sched != NULL)
+		if (s->sched != NULL) {
 			end = now + s->sched[0];   /* replay: as recorded */
-		else
-			end = e->be.physical ? now : now + engine_scaled_ns(
-			    ms, factor, engine_jitter_ns(&e->jitter,
-			    e->cfg.jitter_prefill_ms));
+		} else if (e->be.physical) {
+			end = now;
+		} else if (e->cfg.lat.prefill_shares_step &&
+		    !s->own_cadence) {
+			/* joins the next step at once, lengthening it */
+			s->prefill_ns = engine_scaled_ns(ms, factor,
+			    engine_dist_ns(&e->jitter,
+			    &e->cfg.lat.jitter_prefill));
+			end = now;
+		} else {
+			end = now + engine_scaled_ns(ms, factor,
+			    engine_dist_ns(&e->jitter,
+			    &e->cfg.lat.jitter_prefill));
+		}
 		heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
 		s->has_admit = 1;
@@ -809,9 +866,11 @@ forward(struct engine *e, struct engine_seq **seqs, uint32_t n, int64_t *t)
 static void
 grid_step(struct engine *e, int64_t t)
 {
-	int64_t jit = engine_jitter_ns(&e->jitter, e->cfg.jitter_tpot_ms);
-	int64_t first_join = INT64_MAX;
-	uint32_t i, n = 0, go, kept = 0;
+	int64_t jit = engine_dist_ns(&e->jitter, &e->cfg.lat.jitter_decode);
+	int64_t first_join = INT64_MAX, join_ns = 0;
+	int shares = e->cfg.lat.prefill_shares_step && !e->be.physical;
+	uint32_t i, n = 0, go, kept = 0, nclaim = 0;
+	uint64_t join_ctx = 0;
 
 	/* a cancelled sequence leaves at this boundary; the step's token
 	 * for it is dropped */
@@ -827,13 +886,13 @@ grid_step(struct engine *e, int64_t t)
 
 		if (s == NULL)
 			continue;
-		if (s->due > t) {
-			/* an engine running late: not ended yet */
+		if (s->due > t || (shares && !s->claimed)) {
+			/* an engine running late: not ended yet; or, with
+			 * prefill_shares_step, not yet in a step (below) */
 			e->joining[kept++] = s;
-			if (s->due < first_join)
+			if (s->due > t && s->due < first_join)
 				first_join = s->due;
 		} else if (seq_ends_before(e, s, t) == ENGINE_FINISH_NONE) {
-			e->joining[i] = NULL;
 			e->step_seqs[n++] = s;
 		}
 	}
@@ -853,8 +912,30 @@ grid_step(struct engine *e, int64_t t)
 		if (e->hooks.on_decode != NULL)
 			e->hooks.on_decode(e->hooks.ctx, s->id);
 	}
-	e->grid_next = e->nbatch > 0 ? t + step_len(e, e->cfg.lat.tpot_ms,
-	    jit) : first_join;
+	/* prefill_shares_step: the next step takes the joiners whose
+	 * admission came by now, their prefills in its length */
+	for (i = 0; shares && i < e->njoining; i++) {
+		struct engine_seq *s = e->joining[i];
+
+		if (s->due > t || s->claimed)
+			continue;
+		if (seq_ends_before(e, s, t) != ENGINE_FINISH_NONE) {
+			e->joining[i] = NULL;
+			continue;
+		}
+		s->claimed = 1;
+		nclaim++;
+		join_ctx += seq_context(s);
+		join_ns += s->prefill_ns;
+	}
+	if (shares) {
+		for (i = 0, kept = 0; i < e->njoining; i++)
+			if (e->joining[i] != NULL)
+				e->joining[kept++] = e->joining[i];
+		e->njoining = kept;
+	}
+	e->grid_next = e->nbatch > 0 || nclaim > 0 ? t + grid_len(e, jit,
+	    nclaim, join_ctx, join_ns) : first_join;
 	if (first_join < e->grid_next)
 		e->grid_next = first_join;
 }
@@ -885,7 +966,7 @@ timer_fired(struct engine *e, struct engine_seq *s, int64_t t, int64_t now)
 	/* its own cadence: a pass of its own */
 	if (seq_ends_before(e, s, t) != ENGINE_FINISH_NONE)
 		return;
-	jit = engine_jitter_ns(&e->jitter, e->cfg.jitter_tpot_ms);
+	jit = engine_dist_ns(&e->jitter, &e->cfg.lat.jitter_decode);
 	if (forward(e, &one, 1, &t) == 0)
 		return;
 	if (s->phase == SEQ_PREFILL) {
@@ -1055,7 +1136,8 @@ engine_init(struct engine **out, const struct engine_config *cfg,
 
 	*out = NULL;
 	if (n < 1 || n > ENGINE_MAX_SEQS || !(cfg->load_factor_max >= 1.0) ||
-	    cfg->jitter_prefill_ms < 0 || cfg->jitter_tpot_ms < 0 ||
+	    cfg->lat.jitter_prefill.std_ms < 0 ||
+	    cfg->lat.jitter_decode.std_ms < 0 ||
 	    backend->nmodels < 1 || backend->lab_model >= backend->nmodels)
 		return TS_EINVAL;
 	e = xcalloc(1, sizeof(*e));

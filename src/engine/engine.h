@@ -18,15 +18,22 @@
  *     automatic prefix caching): its prefill_ms loses
  *     prefill_per_token_ms for every prompt token found; a sequence
  *     holds blocks while it is in a slot and frees them when it leaves.
- *   - Prefill takes prefill_ms x load factor (+ jitter). It runs beside
- *     the batch (an idealised chunked prefill: it does not lengthen the
- *     steps); the sequence joins the batch at the first step boundary at
- *     or after its prefill's end, and that step yields its first token.
- *     When no sequence is decoding, the first prefill to end starts the
- *     step grid at that moment.
+ *   - Prefill takes prefill_ms x load factor (+ jitter). By default it
+ *     runs beside the batch (an idealised chunked prefill: it does not
+ *     lengthen the steps); the sequence joins the batch at the first step
+ *     boundary at or after its prefill's end, and that step yields its
+ *     first token. When no sequence is decoding, the first prefill to end
+ *     starts the step grid at that moment. With the profile's
+ *     prefill_shares_step (a real engine's way, tokstream's llama
+ *     backend's) a sequence admitted joins the next step instead, which
+ *     lasts its decode time plus the prefills of every sequence joining
+ *     it, and yields their first tokens at its end; an idle grid starts
+ *     such a step at once.
  *   - Each decode step produces one token for every sequence in the batch
- *     and takes tpot_ms x load factor (+ jitter), so from the first token
- *     on every token of a sequence is one step after the one before.
+ *     and takes engine_decode_ms(lat, n, context tokens of the n) x load
+ *     factor (+ jitter), computed from the batch it runs, so from the
+ *     first token on every token of a sequence is one step after the one
+ *     before.
  *   - A sequence leaves when it finishes (max_tokens, an EOS token, a stop
  *     string, an injected error) or is cancelled; a cancelled decoding
  *     sequence on the grid leaves at its next step boundary (the token of
@@ -79,9 +86,8 @@ struct engine_config {
 	uint32_t max_num_seqs;     /* slots, 1..ENGINE_MAX_SEQS */
 	uint32_t max_waiting;      /* waiting queue cap; 0 = no queue */
 	double load_factor_max;    /* step time factor at max_num_seqs, >= 1 */
-	double jitter_prefill_ms;  /* standard deviation, 0 = none */
-	double jitter_tpot_ms;     /* standard deviation, 0 = none */
-	uint64_t seed;             /* jitter PRNG seed */
+	uint64_t seed;             /* jitter PRNG seed (the jitter's
+				    * distributions are lat's) */
 	/* The prefix-cache model (engine/kvcache.h): kv_blocks blocks of
 	 * kv_block_size tokens; 0 blocks: off. Only with a backend that is
 	 * not physical and has tokenize. */

@@ -15,20 +15,65 @@
 #define ENGINE_DEFAULT_TPOT_MS 20.0
 #define ENGINE_DEFAULT_LOAD_FACTOR 1.0
 
-/* Server-wide latency model, milliseconds. */
+/* The most points of a jitter distribution given by percentiles. */
+#define ENGINE_DIST_MAX_POINTS 32
+#define ENGINE_PROFILE_NAME_MAX 96
+
+/*
+ * A jitter distribution, ms: none (std_ms 0 and npoints 0), a normal
+ * draw of standard deviation std_ms (the --jitter-* knobs), or, when
+ * npoints > 0, an inverse CDF: u uniform in [pct[0], pct[npoints-1]]
+ * percent, linear between the points (a fitted profile's residual
+ * percentiles). pct increasing within 0..100, ms non-decreasing.
+ */
+struct engine_dist {
+	double std_ms;
+	uint32_t npoints;
+	double pct[ENGINE_DIST_MAX_POINTS];
+	double ms[ENGINE_DIST_MAX_POINTS];
+};
+
+/*
+ * Server-wide latency model (a latency profile: docs/API.md "Latency
+ * profiles"), milliseconds. The command-line knobs fill the default
+ * profile; --latency-profile replaces it (engine/profile.h).
+ *   prefill of u uncached prompt tokens: prefill_base_ms +
+ *     prefill_per_token_ms x u + prefill_per_token2_ms x u^2
+ *   a decode step of n sequences whose context is c tokens in all:
+ *     tpot_ms + decode_per_seq_ms x n + decode_per_ctx_token_ms x c
+ * both times the load factor (engine_load_factor), plus a jitter draw.
+ */
 struct engine_latency {
 	double prefill_base_ms;       /* default 40 */
 	double prefill_per_token_ms;  /* default 0.25 (4,000 prompt tok/s) */
-	double tpot_ms;               /* default 20 (50 tokens/s) */
+	double prefill_per_token2_ms; /* default 0 (attention's quadratic) */
+	int prefill_shares_step;      /* 0 (default): a prefill runs beside
+				       * the batch; 1: it lengthens the step
+				       * its sequence joins (engine.h) */
+	double tpot_ms;               /* decode step base, default 20 */
+	double decode_per_seq_ms;     /* default 0 */
+	double decode_per_ctx_token_ms;  /* default 0 (the KV cache read) */
+	struct engine_dist jitter_prefill;
+	struct engine_dist jitter_decode;
+	char name[ENGINE_PROFILE_NAME_MAX];  /* "default", "preset:NAME",
+				       * or the profile's own name */
 };
 
-/* The defaults above. */
+/* The defaults above: the default profile, named "default". */
 void engine_latency_defaults(struct engine_latency *lat);
 
-/* Modeled prefill time (TTFT) in ms for a prompt of `prompt_tokens`:
- * prefill_base_ms + prefill_per_token_ms x prompt_tokens. */
+/* Modeled prefill time in ms for `tokens` uncached prompt tokens:
+ * prefill_base_ms + prefill_per_token_ms x tokens +
+ * prefill_per_token2_ms x tokens^2 (before the load factor). */
 double engine_prefill_ms(const struct engine_latency *lat,
-    uint64_t prompt_tokens);
+    uint64_t tokens);
+
+/* Modeled decode step in ms for a batch of `seqs` sequences whose
+ * context (prompt + generated tokens) is `ctx_tokens` in all: tpot_ms +
+ * decode_per_seq_ms x seqs + decode_per_ctx_token_ms x ctx_tokens
+ * (before the load factor). */
+double engine_decode_ms(const struct engine_latency *lat, uint32_t seqs,
+    uint64_t ctx_tokens);
 
 /* CLOCK_MONOTONIC now, in ns. */
 int64_t engine_now_ns(void);
@@ -44,5 +89,10 @@ struct engine_jitter {
 };
 void engine_jitter_seed(struct engine_jitter *j, uint64_t seed);
 int64_t engine_jitter_ns(struct engine_jitter *j, double std_ms);
+
+/* A draw of distribution d (struct engine_dist), in ns: 0 for none (no
+ * draw then), engine_jitter_ns for a normal one, else one uniform draw
+ * through the inverse CDF. */
+int64_t engine_dist_ns(struct engine_jitter *j, const struct engine_dist *d);
 
 #endif /* TS_ENGINE_LATENCY_H */

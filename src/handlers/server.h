@@ -44,6 +44,9 @@ struct server {
 	/* the backend's worst tokens (openai/cost.h), which bound a /v1
 	 * answer's size: server_init_costs; zeros bound nothing */
 	struct openai_token_cost tokcost;
+	/* the latency profile in use (engine/profile.h), for /v1/models;
+	 * NULL with a physical backend: server_init_costs sets it */
+	json_t *profile;
 };
 
 /* Fills srv->tokcost from srv->backend (openai_token_cost_of: a pass

@@ -1119,6 +1119,7 @@ model_info(struct server *srv, struct openai_model_info *mi)
 	mi->max_model_len = srv->backend->context_len(srv->backend->impl);
 	mi->backend = srv->backend->name;
 	mi->chat_template = CHAT_TEMPLATE;
+	mi->latency_profile = srv->profile;
 }
 
 /* GET /v1/models: the served model under each of its names. */

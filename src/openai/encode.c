@@ -709,7 +709,8 @@ model_json(const struct openai_model_info *m)
 	if (m->max_model_len > 0)
 		model = openai_json_set(model, "max_model_len",
 		    json_integer((json_int_t)m->max_model_len));
-	if (m->backend != NULL || m->chat_template != NULL) {
+	if (m->backend != NULL || m->chat_template != NULL ||
+	    m->latency_profile != NULL) {
 		ext = json_object();
 		if (m->backend != NULL)
 			ext = openai_json_set(ext, "backend",
@@ -717,6 +718,9 @@ model_json(const struct openai_model_info *m)
 		if (m->chat_template != NULL)
 			ext = openai_json_set(ext, "chat_template",
 			    json_string(m->chat_template));
+		if (m->latency_profile != NULL)
+			ext = openai_json_set(ext, "latency_profile",
+			    json_incref(m->latency_profile));
 		model = openai_json_set(model, "tokstream", ext);
 	}
 	return model;

@@ -264,6 +264,9 @@ struct openai_model_info {
 	uint32_t max_model_len;  /* vLLM's field, in tokens; 0: omitted */
 	const char *backend;     /* "sim", ... (borrowed); NULL: omitted */
 	const char *chat_template; /* CHAT_TEMPLATE; NULL: omitted */
+	json_t *latency_profile; /* the latency profile in use (borrowed,
+				  * engine/profile.h's shape); NULL: omitted
+				  * (a physical backend takes its own time) */
 };
 
 /*
@@ -271,7 +274,7 @@ struct openai_model_info {
  * per name of names[0..n) (each described by m, whose id is ignored),
  * where a model object is {"id","object":"model","created","owned_by":
  * "tokstream"[,"max_model_len"][,"tokstream":{["backend"]
- * [,"chat_template"]}]}. Extra fields are allowed by the OpenAI clients.
+ * [,"chat_template"][,"latency_profile"]}]}. Extra fields are allowed by the OpenAI clients.
  * No trailing newline. TS_EINVAL if a name is not UTF-8.
  */
 enum ts_err openai_encode_models(struct ts_buf *b,

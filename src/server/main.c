@@ -23,6 +23,7 @@
 #include "transport/io.h"
 #include "stores/metrics.h"
 #include "server/options.h"
+#include "engine/profile.h"
 #include "handlers/record.h"
 #include "transport/relay.h"
 #include "handlers/server.h"
@@ -160,9 +161,9 @@ describe_backend(const struct engine_backend *be, char *buf, size_t cap)
 	}
 	if (engine_paces(srv.engine) && n < cap)
 		snprintf(buf + n, cap - n, ", TPOT %.1f ms, prefill %.1f ms + "
-		    "%.3f ms/token", opt.engine.lat.tpot_ms,
-		    opt.engine.lat.prefill_base_ms,
-		    opt.engine.lat.prefill_per_token_ms);
+		    "%.3f ms/token, latency profile %s",
+		    opt.engine.lat.tpot_ms, opt.engine.lat.prefill_base_ms,
+		    opt.engine.lat.prefill_per_token_ms, opt.engine.lat.name);
 }
 
 int
@@ -217,6 +218,9 @@ main(int argc, char **argv)
 	}
 	srv.backend = engine_backend(srv.engine);
 	server_init_costs(&srv);
+	if (engine_paces(srv.engine))
+		srv.profile = engine_profile_json(&opt.engine.lat,
+		    opt.engine.load_factor_max);
 	raise_fd_limit(opt.engine.max_num_seqs + opt.engine.max_waiting);
 	if (io_start(&srv.io, srv.now, opt.io_threads, opt.write_stall_ms) !=
 	    TS_OK) {
@@ -241,6 +245,16 @@ main(int argc, char **argv)
 	    opt.state_dir, STATE_FILE_NAME, state_capacity(srv.state), bdesc,
 	    opt.engine.max_num_seqs, opt.engine.max_waiting,
 	    opt.engine.no_cancel ? ", NO CANCELLATION (--no-cancel)" : "");
+	if (srv.profile != NULL) {
+		/* the whole profile, so that a run can be repeated */
+		char *p = json_dumps(srv.profile, JSON_COMPACT |
+		    JSON_REAL_PRECISION(10));
+
+		if (p != NULL)
+			fprintf(stderr, "tokstream-fcgi: latency profile %s\n",
+			    p);
+		free(p);
+	}
 
 	/* The main thread only waits for a stop signal. */
 	while (sigwait(&sigs, &sig) != 0 || sig == 0)

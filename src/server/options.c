@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "server/backends.h"
+#include "engine/profile.h"
 #include "config.h"
 #include "handlers/auth.h"
 #include "proto/http.h"
@@ -38,6 +39,10 @@ options_usage(FILE *f)
 "      --jitter-prefill-ms MS   prefill time standard deviation (default 0)\n"
 "      --jitter-tpot-ms MS      decode step standard deviation (default 0)\n"
 "      --seed N                 jitter PRNG seed (default fixed)\n"
+"      --latency-profile FILE|preset:NAME\n"
+"                               the latency model's parameters from a profile\n"
+"                               (tokbench fit writes one) or a preset (%s);\n"
+"                               the knobs above given beside it override it\n"
 "      --write-stall-ms MS      cancel a stream whose write has been blocked\n"
 "                               this long, 0 = never (default %.0f)\n"
 "      --accept-timeout-ms MS   close a FastCGI connection that has not sent\n"
@@ -120,7 +125,7 @@ options_usage(FILE *f)
 "  -V, --version                version\n",
 	    ENGINE_DEFAULT_MAX_NUM_SEQS,
 	    ENGINE_DEFAULT_MAX_WAITING, ENGINE_DEFAULT_LOAD_FACTOR,
-	    OPTIONS_DEFAULT_WRITE_STALL_MS, OPTIONS_DEFAULT_ACCEPT_TIMEOUT_MS,
+	    engine_profile_preset_names(), OPTIONS_DEFAULT_WRITE_STALL_MS, OPTIONS_DEFAULT_ACCEPT_TIMEOUT_MS,
 	    ENGINE_DEFAULT_KV_BLOCKS,
 	    ENGINE_DEFAULT_BLOCK_SIZE, OPTIONS_DEFAULT_STATE_DIR,
 	    OPTIONS_MAX_PROCS,
@@ -226,6 +231,75 @@ served_model_add(struct options *o, const char *name)
 	o->served_models[o->n_served_models++] = name;
 }
 
+/* The latency knobs, as options_parse saw them. */
+#define KNOB_PB 1u
+#define KNOB_PT 2u
+#define KNOB_TPOT 4u
+#define KNOB_LOAD 8u
+#define KNOB_JP 16u
+#define KNOB_JT 32u
+/* A profile file's largest size. */
+#define PROFILE_MAX_BYTES (1 << 20)
+
+/*
+ * --latency-profile FILE|preset:NAME: the profile replaces the latency
+ * model's parameters; the knobs given on the command line (`knobs`)
+ * override its matching fields. Exits 2 with one line on any error.
+ */
+static void
+profile_load(struct options *o, const char *arg, unsigned knobs)
+{
+	struct engine_latency knob = o->engine.lat, lat;
+	double lf = o->engine.load_factor_max, plf;
+	char err[512], *text = NULL;
+	enum ts_err rc;
+
+	if (strncmp(arg, "preset:", 7) == 0) {
+		rc = engine_profile_preset(arg + 7, &lat, &plf, err,
+		    sizeof(err));
+	} else {
+		FILE *f = fopen(arg, "rb");
+		size_t n = 0;
+
+		if (f == NULL) {
+			fprintf(stderr, "tokstream-fcgi: --latency-profile "
+			    "%s: %s\n", arg, strerror(errno));
+			exit(2);
+		}
+		text = xmalloc(PROFILE_MAX_BYTES + 1);
+		n = fread(text, 1, PROFILE_MAX_BYTES + 1, f);
+		fclose(f);
+		if (n > PROFILE_MAX_BYTES) {
+			fprintf(stderr, "tokstream-fcgi: --latency-profile "
+			    "%s: larger than %d bytes\n", arg,
+			    PROFILE_MAX_BYTES);
+			exit(2);
+		}
+		rc = engine_profile_parse(text, n, &lat, &plf, err,
+		    sizeof(err));
+		free(text);
+	}
+	if (rc != TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: --latency-profile %s: %s\n",
+		    arg, err);
+		exit(2);
+	}
+	if (knobs & KNOB_PB)
+		lat.prefill_base_ms = knob.prefill_base_ms;
+	if (knobs & KNOB_PT)
+		lat.prefill_per_token_ms = knob.prefill_per_token_ms;
+	if (knobs & KNOB_TPOT)
+		lat.tpot_ms = knob.tpot_ms;
+	if (knobs & KNOB_JP)
+		lat.jitter_prefill = knob.jitter_prefill;
+	if (knobs & KNOB_JT)
+		lat.jitter_decode = knob.jitter_decode;
+	if (knobs & KNOB_LOAD)
+		plf = lf;
+	o->engine.lat = lat;
+	o->engine.load_factor_max = plf;
+}
+
 void
 options_parse(struct options *o, int argc, char **argv)
 {
@@ -235,7 +309,7 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
 	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
 	    O_FHEADER, O_PROCS, O_ACCEPTTO, O_MPREFIX, O_REASONING,
-	    O_RFIELD };
+	    O_RFIELD, O_PROFILE };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -255,6 +329,7 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "load-factor", required_argument, NULL, O_LOAD },
 		{ "jitter-prefill-ms", required_argument, NULL, O_JP },
 		{ "jitter-tpot-ms", required_argument, NULL, O_JT },
+		{ "latency-profile", required_argument, NULL, O_PROFILE },
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "write-stall-ms", required_argument, NULL, O_STALL },
 		{ "accept-timeout-ms", required_argument, NULL, O_ACCEPTTO },
@@ -285,6 +360,8 @@ options_parse(struct options *o, int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	char msg[256];
+	const char *profile = NULL;
+	unsigned knobs = 0;     /* the latency knobs given: KNOB_ bits */
 	int ch;
 
 	o->io_threads = 0;
@@ -333,14 +410,17 @@ options_parse(struct options *o, int argc, char **argv)
 			o->backlog = parse_int("backlog", optarg, 1, 65535);
 			break;
 		case O_PB:
+			knobs |= KNOB_PB;
 			o->engine.lat.prefill_base_ms = parse_ms("prefill-base-ms",
 			    optarg, HTTP_MAX_PREFILL_MS);
 			break;
 		case O_PT:
+			knobs |= KNOB_PT;
 			o->engine.lat.prefill_per_token_ms = parse_ms(
 			    "prefill-per-token-ms", optarg, 1000);
 			break;
 		case O_TPOT:
+			knobs |= KNOB_TPOT;
 			o->engine.lat.tpot_ms = parse_ms("tpot-ms", optarg,
 			    HTTP_MAX_TPOT_MS);
 			break;
@@ -366,6 +446,7 @@ options_parse(struct options *o, int argc, char **argv)
 			    "max-waiting", optarg, 0, 65536);
 			break;
 		case O_LOAD:
+			knobs |= KNOB_LOAD;
 			o->engine.load_factor_max = parse_ms("load-factor",
 			    optarg, 100);
 			if (o->engine.load_factor_max < 1) {
@@ -375,11 +456,13 @@ options_parse(struct options *o, int argc, char **argv)
 			}
 			break;
 		case O_JP:
-			o->engine.jitter_prefill_ms = parse_ms(
+			knobs |= KNOB_JP;
+			o->engine.lat.jitter_prefill.std_ms = parse_ms(
 			    "jitter-prefill-ms", optarg, 60000);
 			break;
 		case O_JT:
-			o->engine.jitter_tpot_ms = parse_ms("jitter-tpot-ms",
+			knobs |= KNOB_JT;
+			o->engine.lat.jitter_decode.std_ms = parse_ms("jitter-tpot-ms",
 			    optarg, 60000);
 			break;
 		case O_SEED:
@@ -399,6 +482,9 @@ options_parse(struct options *o, int argc, char **argv)
 				    "600000\n");
 				exit(2);
 			}
+			break;
+		case O_PROFILE:
+			profile = optarg;
 			break;
 		case O_NOCANCEL:
 			o->engine.no_cancel = 1;
@@ -541,6 +627,14 @@ options_parse(struct options *o, int argc, char **argv)
 			exit(2);
 		}
 	}
+	if (profile != NULL && strcmp(o->backend, "sim") != 0) {
+		fprintf(stderr, "tokstream-fcgi: --latency-profile is the "
+		    "simulator's: the %s backend's steps take the time its "
+		    "compute takes\n", o->backend);
+		exit(2);
+	}
+	if (profile != NULL)
+		profile_load(o, profile, knobs);
 	{
 		struct backend_args a;
 		const char *why;

@@ -697,8 +697,8 @@ run_jittered(uint64_t seed, int64_t *times)
 	struct probe a = { 0 }, *ps[] = { &a };
 
 	engine_config_defaults(&cfg);
-	cfg.jitter_tpot_ms = 5;
-	cfg.jitter_prefill_ms = 5;
+	cfg.lat.jitter_decode.std_ms = 5;
+	cfg.lat.jitter_prefill.std_ms = 5;
 	cfg.seed = seed;
 	e = mk_engine_cfg(&cfg, NULL);
 	assert_int_equal(submit(e, &a, "j", 20, 40, 0), TS_OK);
@@ -1234,6 +1234,132 @@ test_schedule_replays_times(void **unused)
 	engine_destroy(e);
 }
 
+/* Within 1 us: a step's ms go through a double's ns. */
+#define assert_near_ns(a, b) assert_true(llabs((long long)((a) - (b))) \
+	<= 1000)
+
+/* A decode step's length comes from the batch it runs (latency.h):
+ * base + per sequence + per context token (prompt + tokens so far). */
+static void
+test_decode_step_from_batch(void **unused)
+{
+	struct engine_config cfg;
+	struct engine *e;
+	struct engine_request r;
+	struct probe a = { 0 }, b = { 0 }, *ps[] = { &a, &b };
+	int64_t s2, s3;
+
+	(void)unused;
+	engine_config_defaults(&cfg);
+	cfg.max_num_seqs = 4;
+	cfg.lat.tpot_ms = 10;
+	cfg.lat.decode_per_seq_ms = 2;
+	cfg.lat.decode_per_ctx_token_ms = 0.1;
+	e = mk_engine_cfg(&cfg, NULL);
+	lab_request(&r, "a", 3, 40);
+	r.prompt_tokens = 100;
+	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
+	lab_request(&r, "b", 2, 50);
+	r.prompt_tokens = 50;
+	assert_int_equal(engine_submit(e, &r, &b.s), TS_OK);
+	run_until(e, 0, 10000 * MS, ps, 2);
+	assert_int_equal(a.seen, 3);
+	assert_int_equal(b.seen, 2);
+	assert_int_equal(a.at[0], 40 * MS);
+	/* a alone: 10 + 2 + 0.1 x (100 + 1) = 22.1 ms; b's prefill ended at
+	 * 50 ms, so it joins at that boundary */
+	s2 = 40 * MS + 22100000;
+	assert_near_ns(a.at[1], s2);
+	assert_near_ns(b.at[0], s2);
+	/* a and b: 10 + 2 x 2 + 0.1 x ((100 + 2) + (50 + 1)) = 29.3 ms */
+	s3 = s2 + 29300000;
+	assert_near_ns(a.at[2], s3);
+	assert_near_ns(b.at[1], s3);
+	engine_release(e, a.s);
+	engine_release(e, b.s);
+	engine_destroy(e);
+}
+
+/* prefill_shares_step: an admitted sequence joins the next step, which
+ * lasts its decode time plus the prefills of those joining it; an idle
+ * grid starts that step at once. */
+static void
+test_prefill_shares_step(void **unused)
+{
+	struct engine_config cfg;
+	struct engine *e;
+	struct probe a = { 0 }, b = { 0 }, *ps[] = { &a, &b };
+	int64_t now;
+
+	(void)unused;
+	engine_config_defaults(&cfg);
+	cfg.max_num_seqs = 4;
+	cfg.lat.tpot_ms = 20;
+	cfg.lat.prefill_shares_step = 1;
+	e = mk_engine_cfg(&cfg, NULL);
+	assert_int_equal(submit(e, &a, "a", 4, 40, 0), TS_OK);
+	now = run_until(e, 0, 65 * MS, ps, 1);
+	/* idle grid: the step of a's prefill (40) and decode (20) */
+	assert_int_equal(a.seen, 1);
+	assert_int_equal(a.at[0], 60 * MS);
+	assert_int_equal(submit(e, &b, "b", 2, 30, now), TS_OK);
+	run_until(e, now, 10000 * MS, ps, 2);
+	/* a's step at 80 was planned before b came; the next one has b's
+	 * prefill in it: 80 + 20 + 30 */
+	assert_int_equal(a.at[1], 80 * MS);
+	assert_int_equal(a.at[2], 130 * MS);
+	assert_int_equal(b.at[0], 130 * MS);
+	assert_int_equal(a.at[3], 150 * MS);
+	assert_int_equal(b.at[1], 150 * MS);
+	engine_release(e, a.s);
+	engine_release(e, b.s);
+	engine_destroy(e);
+}
+
+/* The quadratic prefill term is priced over the uncached tokens only:
+ * what the cache had takes n^2 - u^2 of it off. */
+static void
+test_prefill_quadratic_cached(void **unused)
+{
+	struct engine_config cfg;
+	struct engine *e;
+	struct engine_request r;
+	struct probe a = { 0 }, b = { 0 }, *pa[] = { &a }, *pb[] = { &b };
+	char prompt[2048];
+	double n, u;
+	uint32_t hit;
+	int64_t now;
+	size_t i, at = 0;
+
+	(void)unused;
+	for (i = 0; i < 60; i++)
+		at += (size_t)snprintf(prompt + at, sizeof(prompt) - at,
+		    "river %zu stone ", i);
+	engine_config_defaults(&cfg);
+	cfg.max_num_seqs = 4;
+	cfg.lat.tpot_ms = 20;
+	cfg.lat.prefill_per_token2_ms = 0.01;
+	cfg.kv_blocks = 64;
+	cfg.kv_block_size = 16;
+	e = mk_engine_cfg(&cfg, NULL);
+	lm_request(&r, prompt, 1);
+	n = (double)r.prompt_tokens;
+	r.prefill_ms = 10 + n + 0.01 * n * n;   /* what a handler asks */
+	assert_int_equal(engine_submit(e, &r, &a.s), TS_OK);
+	now = run_until(e, 0, 100000 * MS, pa, 1);
+	assert_near_ns(a.at[0], (int64_t)((10 + n + 0.01 * n * n) * 1e6));
+	engine_release(e, a.s);
+	hit = (uint32_t)(((uint64_t)n - 1) / 16 * 16);
+	u = n - hit;
+	r.t0_ns = now;
+	assert_int_equal(engine_submit(e, &r, &b.s), TS_OK);
+	run_until(e, now, now + 100000 * MS, pb, 1);
+	assert_near_ns(b.at[0] - now, (int64_t)((10 + u + 0.01 * u * u) *
+	    1e6));
+	engine_release(e, b.s);
+	engine_destroy(e);
+}
+
 int
 main(void)
 {
@@ -1263,6 +1389,9 @@ main(void)
 		cmocka_unit_test(test_prefix_cache_prices_prefill),
 		cmocka_unit_test(test_guide_and_logprobs),
 		cmocka_unit_test(test_schedule_replays_times),
+		cmocka_unit_test(test_decode_step_from_batch),
+		cmocka_unit_test(test_prefill_shares_step),
+		cmocka_unit_test(test_prefill_quadratic_cached),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
