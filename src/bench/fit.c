@@ -125,7 +125,7 @@ struct fit_acc {
 	long long active;       /* a difference: +1 at a first step,
 				 * -1 after a last */
 	int unclean;
-	double c, su, su2, gap;
+	double c, cj, su, su2, gap;
 };
 
 /* The TTFT rows of the requests of t that were alone from their start
@@ -160,6 +160,7 @@ fit_solo_rows(const struct fit_trace *t, struct fit_rows *rows)
 				row.y = (double)q->ev_us[0] / 1000.0;
 				row.n = 1;
 				row.c = q->prompt_tokens;
+				row.cj = q->prompt_tokens;
 				row.j = 1;
 				row.su = u;
 				row.su2 = u * u;
@@ -284,6 +285,7 @@ fit_trace_rows(const struct fit_trace *t, size_t ti, struct fit_rows *rows,
 				double u = q->uncached;
 
 				a->joiners++;
+				a->cj += q->prompt_tokens;
 				a->su += u;
 				a->su2 += u * u;
 			} else if (cl[off[i] + k - 1] + 1 == kc) {
@@ -310,6 +312,7 @@ fit_trace_rows(const struct fit_trace *t, size_t ti, struct fit_rows *rows,
 		row.n = a->members;
 		row.c = a->c;
 		row.j = a->joiners;
+		row.cj = a->cj;
 		row.su = a->su;
 		row.su2 = a->su2;
 		row.solo = 0;
@@ -346,13 +349,14 @@ fit_rows_build(const struct fit_trace *traces, size_t ntraces,
 
 /* ---- least squares ------------------------------------------------- */
 
-/* The columns of a row. */
+/* The columns of a row: n and C with the joiners (shares_step) or
+ * without them (beside). */
 static void
-fit_row_x(const struct fit_row *r, double *x)
+fit_row_x(const struct fit_row *r, int shares, double *x)
 {
 	x[FIT_C1] = 1;
-	x[FIT_CN] = r->n;
-	x[FIT_CC] = r->c;
+	x[FIT_CN] = shares ? r->n : r->n - r->j;
+	x[FIT_CC] = shares ? r->c : r->c - r->cj;
 	x[FIT_CJ] = r->j;
 	x[FIT_CSU] = r->su;
 	x[FIT_CSU2] = r->su2;
@@ -768,8 +772,8 @@ fit_test_shares(struct fit_data *d, const struct fit_rows *rows,
 	res->joiner_ms = nj ? cost / (double)nj : 0;
 	res->shares_step = res->f_shares > FIT_F_KEEP && res->joiner_ms > 0;
 	fit_note(res, "shares_step %s: steps with joiners take %.3f ms more "
-	    "per joiner than the model without them (F = %.1f over %zu "
-	    "steps, %zu with joiners; kept when F > %.0f and the cost > 0)",
+	    "per joiner than the same steps without them (F = %.1f over %zu "
+	    "steps, %zu with joiners; true when F > %.0f and the cost > 0)",
 	    res->shares_step ? "true" : "false", res->joiner_ms,
 	    res->f_shares, full.nobs, nj, FIT_F_KEEP);
 }
@@ -914,11 +918,13 @@ fit_solve(const struct fit_rows *rows, struct fit_result *res, char *err,
 	d.base = xmalloc(d.n);
 	tmp = xmalloc(d.n * sizeof(*tmp));
 	for (i = 0; i < d.n; i++) {
-		fit_row_x(&rows->v[i], &d.x[i * FIT_MAXK]);
+		fit_row_x(&rows->v[i], 0, &d.x[i * FIT_MAXK]);
 		d.y[i] = rows->v[i].y;
 		d.base[i] = !rows->v[i].solo;
 	}
 	fit_test_shares(&d, rows, res);
+	for (i = 0; res->shares_step && i < d.n; i++)
+		fit_row_x(&rows->v[i], 1, &d.x[i * FIT_MAXK]);
 	if (res->shares_step)
 		rc = fit_solve_shares(&d, rows, res, tmp);
 	else

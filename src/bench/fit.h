@@ -11,8 +11,10 @@
  *                                          from the step, C their context
  *                                          (prompt + tokens before it)
  *   shares_step: a step that sequences join lasts step(n, C) plus the
- *   prefill of each joiner; beside: the prefill runs apart and the step
- *   is step(n, C) alone.
+ *   prefill of each joiner, n and C with the joiners; beside: the
+ *   prefill runs apart, the joiners get their first token at the step's
+ *   end without being in it (the engine priced the step at its start,
+ *   before they joined), so n and C are the others'.
  *
  * How (fit_rows_build, then fit_solve):
  *  1. Steps from token events. In one trace, every token event of every
@@ -23,8 +25,9 @@
  *     one observation when some request had a token at the step before
  *     too (the batch ran without a pause): y = the mean of those
  *     requests' gaps; n = the requests with a token in it; C = the sum of
- *     their prompt tokens and tokens received before it; J = the requests
- *     whose first token it is, and the sums of their u and u^2. A step
+ *     their prompt tokens and tokens received before it (the engine's
+ *     context when it priced the step); J = the requests whose first
+ *     token it is, their prompts, and the sums of their u and u^2. A step
  *     where a request in flight got no token, or an event carried more
  *     than one token (the client could not tell the steps apart), is
  *     skipped and counted.
@@ -42,9 +45,11 @@
  *     descheduled client) beyond 8 robust sigmas (1.4826 x the median
  *     absolute deviation) or 0.1 ms, whichever is more, are dropped once
  *     and the fit redone; they are counted.
- *  4. shares_step: the step fit with the joiner terms (J, sum u) against
- *     the one without, by an F test over the same steps: kept when F >
- *     FIT_F_KEEP and a joiner's mean cost is positive. The u^2 term the
+ *  4. shares_step: the beside model (n and C without the joiners) with
+ *     the joiner terms (J, sum u, sum u^2) against the one without, by
+ *     an F test over the same steps: shares_step when F > FIT_F_KEEP and
+ *     a joiner's mean cost is positive (the shares_step model is the
+ *     beside one plus such terms). The u^2 term the
  *     same way, and only when its coefficient is positive.
  *  5. Jitter: percentiles 1..99 of the residuals. Decode: of the steps
  *     without joiners. Prefill: beside, of the TTFTs of requests alone;
@@ -97,10 +102,14 @@ struct fit_trace {
 };
 
 /* One observation: a step (solo 0) or a TTFT of a request alone (solo
- * 1: n 1, c its prompt, j 1, su its u). Milliseconds and tokens. */
+ * 1: n 1, c and cj its prompt, j 1, su its u). Milliseconds and
+ * tokens. */
 struct fit_row {
 	double y;               /* the step's length or the TTFT, ms */
-	double n, c, j, su, su2;
+	double n, c;            /* sequences with a token from it, their
+				 * context (joiners included) */
+	double j, cj;           /* joiners, and their context (prompts) */
+	double su, su2;         /* the joiners' uncached tokens, squared */
 	int solo;
 };
 

@@ -107,15 +107,21 @@ model_rows(const struct truth *t, uint64_t seed, struct fit_rows *rows)
 		for (k = 0; k < n; k++)
 			w.c += 50 + rng_bounded(&g, 900);
 		w.j = j;
-		w.y = t->d0 + t->d1 * n + t->d2 * w.c + normal(&g, t->jit_ms);
 		for (k = 0; k < j; k++) {
 			double u = 10 + rng_bounded(&g, 600);
 
 			w.su += u;
 			w.su2 += u * u;
+			w.cj += u;
 			if (t->shares)
 				w.y += prefill(t, u) + normal(&g, t->jit_ms);
 		}
+		/* beside: the joiners are not in the step */
+		w.n += j;
+		w.c += w.cj;
+		w.y += t->d0 + normal(&g, t->jit_ms) + (t->shares ?
+		    t->d1 * w.n + t->d2 * w.c : t->d1 * (w.n - j) +
+		    t->d2 * (w.c - w.cj));
 		fit_rows_add(rows, &w);
 	}
 	for (i = 0; i < 200; i++) {
@@ -126,7 +132,8 @@ model_rows(const struct truth *t, uint64_t seed, struct fit_rows *rows)
 		w.solo = 1;
 		w.n = 1;
 		w.j = 1;
-		w.c = u + rng_bounded(&g, 3);
+		w.c = u;
+		w.cj = u;
 		w.su = u;
 		w.su2 = u * u;
 		w.y = prefill(t, u) + normal(&g, t->jit_ms);
@@ -245,7 +252,7 @@ sim_run(const struct truth *t, int c, int nreq, uint64_t seed,
 	}
 	while (done < nreq) {
 		double dur, end, ctx = 0, first = 1e300, nominal;
-		int batch = 0, idx[SIM_MAXREQ], m = 0;
+		int batch = 0, idx[SIM_MAXREQ], m = 0, n = 0;
 
 		for (i = 0; i < started; i++) {
 			if (q[i].state == 1)
@@ -260,7 +267,7 @@ sim_run(const struct truth *t, int c, int nreq, uint64_t seed,
 		 * joiners (shares: started by its start; beside: prefilled
 		 * by its end, or by now on an idle grid, whose first token
 		 * comes at once) */
-		nominal = batch == 0 ? 0 : t->d0 + t->d1 * (batch + 1) + 1;
+		nominal = batch == 0 ? 0 : t->d0 + t->d1 * batch + 1;
 		dur = batch == 0 && !t->shares ? 0 : t->d0 +
 		    normal(&g, t->jit_ms);
 		for (i = 0; i < started; i++) {
@@ -275,10 +282,14 @@ sim_run(const struct truth *t, int c, int nreq, uint64_t seed,
 					    normal(&g, t->jit_ms);
 			}
 			idx[m++] = i;
-			ctx += q[i].prompt + q[i].got;
+			/* beside: the step was priced without its joiners */
+			if (t->shares || q[i].state == 1) {
+				ctx += q[i].prompt + q[i].got;
+				n++;
+			}
 		}
 		if (dur > 0)
-			dur += t->d1 * m + t->d2 * ctx;
+			dur += t->d1 * n + t->d2 * ctx;
 		end = now + dur;
 		for (i = 0; i < m; i++) {
 			struct sim_req *s = &q[idx[i]];
@@ -464,7 +475,7 @@ test_too_few(void **state)
 	/* constant rows: every column but one is the intercept's twin */
 	memset(&rows, 0, sizeof(rows));
 	for (i = 0; i < 50; i++) {
-		struct fit_row w = {20, 1, 100, 0, 0, 0, 0};
+		struct fit_row w = {20, 1, 100, 0, 0, 0, 0, 0};
 
 		fit_rows_add(&rows, &w);
 	}
