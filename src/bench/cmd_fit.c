@@ -30,7 +30,8 @@
 /* The default bound of one trace file (--max-bytes). */
 #define CMD_FIT_MAX_BYTES (512L << 20)
 #define CMD_FIT_MAX_TRACES 64
-#define CMD_FIT_NAME_MAX 200
+#define CMD_FIT_NAME_MAX 95     /* the server's bound of a profile's name
+				 * (ENGINE_PROFILE_NAME_MAX - 1) */
 
 enum { CMD_FIT_NAME = 256, CMD_FIT_MAXB, CMD_FIT_QUIET };
 
@@ -278,6 +279,11 @@ cmd_fit_name(char *name, size_t len, char **paths, int n)
 		used += (size_t)snprintf(name + used, len - used, "%s %s",
 		    i ? "," : "", b != NULL ? b + 1 : paths[i]);
 	}
+	/* cut: not inside a UTF-8 sequence */
+	used = strlen(name);
+	if (used == len - 1)
+		while (used > 0 && ((unsigned char)name[used] & 0xC0) == 0x80)
+			name[used--] = '\0';
 }
 
 static int
@@ -372,6 +378,10 @@ cmd_fit_main(int argc, char **argv)
 		name = autoname;
 	}
 	prof = cmd_fit_json(&res, &rows, name, &argv[optind], n, no_prompt);
+	if (json_object_get(prof, "name") == NULL) {
+		msg_err("the profile's name is not UTF-8");
+		goto out;
+	}
 	if (out == NULL || strcmp(out, "-") == 0) {
 		if (json_dumpf(prof, stdout, JSON_INDENT(1) |
 		    JSON_REAL_PRECISION(6)) != 0 || fputc('\n', stdout) ==
