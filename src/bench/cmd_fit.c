@@ -33,13 +33,16 @@
 #define CMD_FIT_NAME_MAX 95     /* the server's bound of a profile's name
 				 * (ENGINE_PROFILE_NAME_MAX - 1) */
 
-enum { CMD_FIT_NAME = 256, CMD_FIT_MAXB, CMD_FIT_QUIET };
+enum { CMD_FIT_NAME = 256, CMD_FIT_MAXB, CMD_FIT_QUIET, CMD_FIT_OFFSET,
+	CMD_FIT_NOISE };
 
 static const struct option cmd_fit_longopts[] = {
 	{"out", required_argument, NULL, 'o'},
 	{"name", required_argument, NULL, CMD_FIT_NAME},
 	{"max-bytes", required_argument, NULL, CMD_FIT_MAXB},
 	{"quiet", no_argument, NULL, CMD_FIT_QUIET},
+	{"ttft-offset-ms", required_argument, NULL, CMD_FIT_OFFSET},
+	{"noise-ms", required_argument, NULL, CMD_FIT_NOISE},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0}
 };
@@ -57,10 +60,38 @@ static const char cmd_fit_usage[] =
     "TRACE...\")\n"
     "      --max-bytes N     refuse a trace file over N bytes (default "
     "512 MiB)\n"
+    "      --ttft-offset-ms MS  the client's stack's share of every "
+    "TTFT (request\n"
+    "                        in, first token out), taken from them; a "
+    "trace\n"
+    "                        cannot tell it from the prefill's base "
+    "(default 0)\n"
+    "      --noise-ms P:D    the stack's own spread (std, ms) of a TTFT "
+    "and of\n"
+    "                        a gap, taken out of the jitter (default 0:0)"
+    "\n"
+    "                        (both measured on tokstream's simulator with "
+    "a zero\n"
+    "                        prefill and no jitter: scripts/bench-fit)\n"
     "      --quiet           no summary on stderr\n"
     "  -h, --help            this help\n"
     "Exit status: 0 ok, 1 a trace refused or too little data, 2 usage "
     "error.\n";
+
+/* A number of ms in [0, 60000] at s (strtod syntax); *end past it.
+ * TS_EINVAL when there is none. */
+static enum ts_err
+cmd_fit_ms(const char *s, char **end, double *out)
+{
+	double v;
+
+	errno = 0;
+	v = strtod(s, end);
+	if (*end == s || errno != 0 || !(v >= 0 && v <= 60000))
+		return TS_EINVAL;
+	*out = v;
+	return TS_OK;
+}
 
 /* The fit's view of one trace's requests, and the arrays it borrows. */
 struct cmd_fit_trace {
@@ -293,7 +324,9 @@ cmd_fit_main(int argc, char **argv)
 	struct fit_trace tr[CMD_FIT_MAX_TRACES];
 	struct fit_rows rows;
 	struct fit_result res;
+	struct fit_opts fo;
 	const char *out = NULL, *name = NULL;
+	char *end;
 	char autoname[CMD_FIT_NAME_MAX + 1], err[256];
 	long max_bytes = CMD_FIT_MAX_BYTES;
 	size_t no_prompt = 0;
@@ -303,6 +336,7 @@ cmd_fit_main(int argc, char **argv)
 	msg_init("tokbench fit");
 	memset(ft, 0, sizeof(ft));
 	memset(&rows, 0, sizeof(rows));
+	memset(&fo, 0, sizeof(fo));
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":o:h", cmd_fit_longopts,
 	    NULL)) != -1) {
@@ -324,6 +358,19 @@ cmd_fit_main(int argc, char **argv)
 			break;
 		case CMD_FIT_QUIET:
 			quiet = 1;
+			break;
+		case CMD_FIT_OFFSET:
+			if (cmd_fit_ms(optarg, &end, &fo.ttft_offset_ms) !=
+			    TS_OK || *end != '\0')
+				return msg_usage("fit", "--ttft-offset-ms: ms "
+				    "in 0..60000");
+			break;
+		case CMD_FIT_NOISE:
+			if (cmd_fit_ms(optarg, &end, &fo.noise_prefill_ms) !=
+			    TS_OK || *end != ':' || cmd_fit_ms(end + 1, &end,
+			    &fo.noise_decode_ms) != TS_OK || *end != '\0')
+				return msg_usage("fit", "--noise-ms: P:D, two "
+				    "std's in ms (0..60000)");
 			break;
 		case 'h':
 			fputs(cmd_fit_usage, stdout);
@@ -369,7 +416,7 @@ cmd_fit_main(int argc, char **argv)
 		msg_err("%s", err);
 		goto out;
 	}
-	if (fit_solve(&rows, &res, err, sizeof(err)) != TS_OK) {
+	if (fit_solve(&rows, &fo, &res, err, sizeof(err)) != TS_OK) {
 		msg_err("%s", err);
 		goto out;
 	}
@@ -378,6 +425,10 @@ cmd_fit_main(int argc, char **argv)
 		name = autoname;
 	}
 	prof = cmd_fit_json(&res, &rows, name, &argv[optind], n, no_prompt);
+	json_object_set_new(json_object_get(prof, "fit"), "stack",
+	    json_pack("{s:f,s:f,s:f}", "ttft_offset_ms", fo.ttft_offset_ms,
+	    "noise_prefill_ms", fo.noise_prefill_ms, "noise_decode_ms",
+	    fo.noise_decode_ms));
 	if (json_object_get(prof, "name") == NULL) {
 		msg_err("the profile's name is not UTF-8");
 		goto out;

@@ -891,10 +891,30 @@ fit_solve_beside(struct fit_data *d, const struct fit_rows *rows,
 	return TS_OK;
 }
 
-enum ts_err
-fit_solve(const struct fit_rows *rows, struct fit_result *res, char *err,
-    size_t errlen)
+/* Takes the stack's own spread (std noise_ms) out of a jitter: the
+ * variances subtract, the percentiles scale by the ratio of the std's. */
+static void
+fit_denoise(double *pct, double *std, double noise_ms,
+    struct fit_result *res, const char *what)
 {
+	double v = *std * *std, nv = noise_ms * noise_ms, scale;
+	int p;
+
+	if (noise_ms <= 0)
+		return;
+	scale = v > nv ? sqrt(1 - nv / v) : 0;
+	for (p = 0; p < FIT_NPCT; p++)
+		pct[p] *= scale;
+	*std *= scale;
+	fit_note(res, "%s jitter: the stack's noise (std %.3f ms) taken "
+	    "out: x %.3f", what, noise_ms, scale);
+}
+
+enum ts_err
+fit_solve(const struct fit_rows *rows, const struct fit_opts *opts,
+    struct fit_result *res, char *err, size_t errlen)
+{
+	static const struct fit_opts none;
 	struct fit_data d;
 	double *tmp = NULL;
 	size_t i, nstep = 0;
@@ -903,6 +923,8 @@ fit_solve(const struct fit_rows *rows, struct fit_result *res, char *err,
 	memset(res, 0, sizeof(*res));
 	if (errlen > 0)
 		err[0] = '\0';
+	if (opts == NULL)
+		opts = &none;
 	for (i = 0; i < rows->len; i++)
 		nstep += !rows->v[i].solo;
 	if (nstep < FIT_MIN_STEPS) {
@@ -919,9 +941,13 @@ fit_solve(const struct fit_rows *rows, struct fit_result *res, char *err,
 	tmp = xmalloc(d.n * sizeof(*tmp));
 	for (i = 0; i < d.n; i++) {
 		fit_row_x(&rows->v[i], 0, &d.x[i * FIT_MAXK]);
-		d.y[i] = rows->v[i].y;
+		d.y[i] = rows->v[i].y - (rows->v[i].solo ?
+		    opts->ttft_offset_ms : 0);
 		d.base[i] = !rows->v[i].solo;
 	}
+	if (opts->ttft_offset_ms != 0)
+		fit_note(res, "the stack's TTFT offset, %.3f ms, taken from "
+		    "every lone TTFT", opts->ttft_offset_ms);
 	fit_test_shares(&d, rows, res);
 	for (i = 0; res->shares_step && i < d.n; i++)
 		fit_row_x(&rows->v[i], 1, &d.x[i * FIT_MAXK]);
@@ -929,6 +955,13 @@ fit_solve(const struct fit_rows *rows, struct fit_result *res, char *err,
 		rc = fit_solve_shares(&d, rows, res, tmp);
 	else
 		rc = fit_solve_beside(&d, rows, res, tmp, err, errlen);
+	if (rc == TS_OK && res->has_jit_decode)
+		fit_denoise(res->jit_decode, &res->jit_decode_std,
+		    opts->noise_decode_ms, res, "decode");
+	/* shares_step's prefill jitter is already a difference */
+	if (rc == TS_OK && res->has_jit_prefill && !res->shares_step)
+		fit_denoise(res->jit_prefill, &res->jit_prefill_std,
+		    opts->noise_prefill_ms, res, "prefill");
 	if (rc == TS_OK && !fit_finite(res)) {
 		snprintf(err, errlen, "the fit is not finite (degenerate "
 		    "data)");

@@ -173,13 +173,30 @@ void fit_rows_free(struct fit_rows *rows);
 void fit_rows_add(struct fit_rows *rows, const struct fit_row *r);
 
 /*
- * Fits the profile to rows (steps 3 to 5 above) into *res. Returns TS_OK,
+ * What the client's side adds, which the traces cannot tell from the
+ * server's times (measured apart: e.g. tokstream's simulator with a
+ * zero prefill and no jitter, fitted by the same code, gives both).
+ */
+struct fit_opts {
+	double ttft_offset_ms;  /* the stack's round trip in every TTFT
+				 * (request in, first token out): taken
+				 * from the lone TTFTs, else it would be
+				 * in the prefill's base */
+	double noise_prefill_ms, noise_decode_ms;   /* the stack's own
+				 * spread (std) of a TTFT and of a gap:
+				 * taken out of the jitter's variance */
+};
+
+/*
+ * Fits the profile to rows (steps 3 to 5 above) into *res, with opts
+ * (NULL: none). Returns TS_OK,
  * or TS_EINVAL with a sentence in err[0..errlen) when the data cannot
  * give one: fewer than FIT_MIN_STEPS steps; beside and fewer than
  * FIT_MIN_SOLO lone TTFTs; a fit that is not finite.
  */
-enum ts_err fit_solve(const struct fit_rows *rows, struct fit_result *res,
-    char *err, size_t errlen);
+enum ts_err fit_solve(const struct fit_rows *rows,
+    const struct fit_opts *opts, struct fit_result *res, char *err,
+    size_t errlen);
 
 /*
  * Least squares of y on the columns `use` (a bit per column of x, row

@@ -43,6 +43,8 @@ prefill(const struct truth *t, double u)
 	return t->p0 + t->p1 * u + t->p2 * u * u;
 }
 
+static int has_note(const struct fit_result *r, const char *s);
+
 /* Within 2% of want (or 2% of `scale` when want is 0). */
 static void
 near(const char *what, double got, double want, double scale)
@@ -149,7 +151,7 @@ solve_ok(const struct fit_rows *rows, struct fit_result *r)
 {
 	char err[256] = "";
 
-	if (fit_solve(rows, r, err, sizeof(err)) != TS_OK)
+	if (fit_solve(rows, NULL, r, err, sizeof(err)) != TS_OK)
 		fail_msg("fit_solve: %s", err);
 }
 
@@ -168,6 +170,28 @@ test_rows_beside(void **state)
 	/* a normal draw of std 0.5: its percentiles 25 and 75 at +-0.337 */
 	assert_true(fabs(r.jit_decode_std - 0.5) < 0.025);
 	assert_true(fabs(r.jit_decode[5] - r.jit_decode[3] - 0.674) < 0.05);
+	fit_rows_free(&rows);
+}
+
+/* The stack's share: an offset in every lone TTFT comes off the
+ * prefill's base; its spread comes off the jitter (variances). */
+static void
+test_rows_stack(void **state)
+{
+	struct truth t = {30, 0.4, 0, 0, 25, 1.5, 0.05, 0.5};
+	struct fit_opts o = {2.0, 0, 0.3};
+	struct fit_rows rows;
+	struct fit_result r;
+	char err[256] = "";
+
+	(void)state;
+	model_rows(&t, 1, &rows);
+	assert_int_equal(fit_solve(&rows, &o, &r, err, sizeof(err)), TS_OK);
+	near("prefill base_ms less the offset", r.p0, 28, 1);
+	near("prefill per_token_ms", r.p1, 0.4, 0.01);
+	/* sqrt(0.5^2 - 0.3^2) = 0.4 */
+	assert_true(fabs(r.jit_decode_std - 0.4) < 0.025);
+	assert_true(has_note(&r, "offset"));
 	fit_rows_free(&rows);
 }
 
@@ -449,14 +473,16 @@ test_too_few(void **state)
 	(void)state;
 	/* no rows at all */
 	memset(&rows, 0, sizeof(rows));
-	assert_int_equal(fit_solve(&rows, &r, err, sizeof(err)), TS_EINVAL);
+	assert_int_equal(fit_solve(&rows, NULL, &r, err, sizeof(err)),
+	    TS_EINVAL);
 	assert_non_null(strstr(err, "decode steps observed"));
 	/* two requests: a handful of steps */
 	sim_run(&t, 2, 2, 8, q, fr);
 	assert_int_equal(fit_rows_build(&tr, 1, &rows, err, sizeof(err)),
 	    TS_OK);
 	err[0] = '\0';
-	assert_int_equal(fit_solve(&rows, &r, err, sizeof(err)), TS_EINVAL);
+	assert_int_equal(fit_solve(&rows, NULL, &r, err, sizeof(err)),
+	    TS_EINVAL);
 	assert_true(strlen(err) > 10);
 	fit_rows_free(&rows);
 	/* beside, and no request ran alone: the prefill cannot be told */
@@ -467,7 +493,7 @@ test_too_few(void **state)
 	assert_int_equal(fit_rows_build(&tr, 1, &rows, err, sizeof(err)),
 	    TS_OK);
 	err[0] = '\0';
-	if (fit_solve(&rows, &r, err, sizeof(err)) == TS_OK)
+	if (fit_solve(&rows, NULL, &r, err, sizeof(err)) == TS_OK)
 		assert_true(all_finite(&r));
 	else
 		assert_true(strlen(err) > 10);
@@ -480,7 +506,7 @@ test_too_few(void **state)
 		fit_rows_add(&rows, &w);
 	}
 	err[0] = '\0';
-	if (fit_solve(&rows, &r, err, sizeof(err)) == TS_OK)
+	if (fit_solve(&rows, NULL, &r, err, sizeof(err)) == TS_OK)
 		assert_true(all_finite(&r));
 	else
 		assert_true(strlen(err) > 10);
@@ -543,6 +569,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ols_collinear),
 		cmocka_unit_test(test_rows_beside),
+		cmocka_unit_test(test_rows_stack),
 		cmocka_unit_test(test_rows_shares),
 		cmocka_unit_test(test_rows_quadratic),
 		cmocka_unit_test(test_trace_beside),
