@@ -508,7 +508,9 @@ fit_ols(const double *x, const double *y, const unsigned char *mask,
 					v[s] -= l[q][s] * v[q];
 			v[s] /= l[s][s];
 		}
-		r->se[idx[p]] = sqrt(sigma2 * v[p]) / scale[idx[p]];
+		/* v[p] > 0 in exact arithmetic; rounding may say otherwise */
+		r->se[idx[p]] = v[p] > 0 ? sqrt(sigma2 * v[p]) /
+		    scale[idx[p]] : 0;
 	}
 	return TS_OK;
 }
