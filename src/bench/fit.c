@@ -485,7 +485,7 @@ fit_ols(const double *x, const double *y, const unsigned char *mask,
 	sigma2 = r->rss / (double)(nobs - (size_t)kk);
 	/* standard errors: sigma^2 (X'X)^-1's diagonal, one solve each */
 	for (p = 0; p < m; p++) {
-		double w[FIT_MAXK], v[FIT_MAXK];
+		double w[FIT_MAXK] = {0}, v[FIT_MAXK] = {0};
 		int s;
 
 		if (!kept[p])
