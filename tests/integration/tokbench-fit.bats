@@ -20,11 +20,13 @@ record() {
 }
 
 # known SHARES: a profile with the parameters below, prefill beside the
-# batch (false) or in its step (true); jitter 0.5 ms
+# batch (false) or in its step (true); jitter 0.5 ms. The fit here takes
+# no --ttft-offset-ms, so the stack's ~1 ms in every TTFT lands in the
+# prefill's base: a base of 40 ms keeps that to a few percent.
 known() {
 	jq -n --argjson sh "$1" '{tokstream_latency_profile: 1,
 		name: "fit-test-truth",
-		prefill: {base_ms: 20, per_token_ms: 0.2, shares_step: $sh},
+		prefill: {base_ms: 40, per_token_ms: 0.2, shares_step: $sh},
 		decode: {base_ms: 10, per_seq_ms: 2, per_ctx_token_ms: 0.02},
 		jitter: {prefill_ms: {std: 0.5}, decode_ms: {std: 0.5}}}' \
 		>"$BATS_FILE_TMPDIR/known-$1.json"
@@ -62,12 +64,12 @@ teardown() {
 	ts_stop
 }
 
-@test "fit of a simulator beside the batch: prefill, decode step and jitter back within 15%, shares_step false, residual percentiles in order" {
+@test "fit of a simulator beside the batch: prefill and decode step back within 15%, shares_step false, residual percentiles in order" {
 	fit_known false
 	f=$BATS_FILE_TMPDIR/fit-false.json
 	[ "$(jq .tokstream_latency_profile "$f")" = 1 ]
 	[ "$(jq .prefill.shares_step "$f")" = false ]
-	within "$f" prefill.base_ms 20
+	within "$f" prefill.base_ms 40
 	within "$f" prefill.per_token_ms 0.2
 	within "$f" decode.base_ms 10
 	within "$f" decode.per_seq_ms 2
@@ -89,7 +91,7 @@ teardown() {
 	fit_known true
 	f=$BATS_FILE_TMPDIR/fit-true.json
 	[ "$(jq .prefill.shares_step "$f")" = true ]
-	within "$f" prefill.base_ms 20
+	within "$f" prefill.base_ms 40
 	within "$f" prefill.per_token_ms 0.2
 	within "$f" decode.base_ms 10
 	within "$f" decode.per_ctx_token_ms 0.02
