@@ -22,6 +22,7 @@ struct engine_backend;
 struct gate;
 struct metrics;
 struct relay;
+struct replay_set;
 struct state;
 
 struct server {
@@ -44,6 +45,8 @@ struct server {
 	/* the backend's worst tokens (openai/cost.h), which bound a /v1
 	 * answer's size: server_init_costs; zeros bound nothing */
 	struct openai_token_cost tokcost;
+	/* --replay's recordings (handlers/replay.h); NULL: no replay */
+	struct replay_set *replay;
 };
 
 /* Fills srv->tokcost from srv->backend (openai_token_cost_of: a pass
