@@ -16,6 +16,7 @@
 #include "transport/reply.h"
 #include "handlers/server.h"
 #include "stores/state.h"
+#include "trace/trace.h"
 #include "handlers/submit.h"
 
 /* One replayed response in flight: owned by its relay from the
@@ -194,14 +195,94 @@ replay_route(struct server *srv, struct reply *rp, const char *method,
 	return 0;
 }
 
-/* TEMPORARY until the trace layer is merged */
+/*
+ * One request line of the trace as a recording, or TS_ELIMIT / TS_EINVAL
+ * with errbuf saying which bound or time it broke.
+ */
+static enum ts_err
+replay_of_request(const struct trace_request *q, struct replay_rec **out,
+    char *errbuf, size_t cap)
+{
+	struct replay_rec *r;
+	enum ts_err rc = TS_OK;
+	size_t k;
+
+	if (q->nchunks > REPLAY_MAX_CHUNKS) {
+		snprintf(errbuf, cap, "%zu chunks, over the %u a recording "
+		    "may have", q->nchunks, REPLAY_MAX_CHUNKS);
+		return TS_ELIMIT;
+	}
+	r = replay_rec_new((int)q->status);
+	r->prompt_tokens = q->prompt_tokens > 0 ?
+	    (uint64_t)q->prompt_tokens : 0;
+	for (k = 0; k < q->nheaders; k++)
+		replay_rec_header(r, q->headers[k].name, q->headers[k].value);
+	for (k = 0; k < q->nchunks && rc == TS_OK; k++)
+		rc = replay_rec_chunk(r, q->chunks[k].t_us,
+		    q->chunks[k].bytes, q->chunks[k].len);
+	if (rc != TS_OK) {
+		snprintf(errbuf, cap, rc == TS_EINVAL ? "chunk %zu has a "
+		    "negative time" : "chunk %zu is over a recording's bounds "
+		    "(%u bytes a chunk, %u bytes in all)", k - 1,
+		    REPLAY_MAX_CHUNK_BYTES, REPLAY_MAX_BYTES);
+		replay_rec_free(r);
+		return rc;
+	}
+	*out = r;
+	return TS_OK;
+}
+
 enum ts_err
 replay_load(const char *path, double speed, struct replay_set **out,
     uint32_t *skipped, char *errbuf, size_t cap)
 {
-	(void)speed;
+	struct trace t;
+	struct trace_error terr;
+	struct replay_set *s;
+	struct replay_rec *r = NULL;
+	char why[200];
+	enum ts_err rc;
+	size_t i;
+
 	*out = NULL;
 	*skipped = 0;
-	snprintf(errbuf, cap, "%s: no trace reader yet", path);
-	return TS_EINVAL;
+	rc = trace_load(path, REPLAY_MAX_TRACE_BYTES, &t, &terr);
+	if (rc != TS_OK) {
+		if (terr.line > 0)
+			snprintf(errbuf, cap, "%s:%ld: %s", path, terr.line,
+			    terr.text);
+		else
+			snprintf(errbuf, cap, "%s: %s", path, terr.text);
+		trace_free(&t);
+		return rc;
+	}
+	s = replay_set_new();
+	for (i = 0; i < t.nrequests && rc == TS_OK; i++) {
+		const struct trace_request *q = &t.requests[i];
+
+		if (q->status < 200 || q->status > 599) {
+			/* 0: no response was recorded (nor a 1xx final) */
+			(*skipped)++;
+			continue;
+		}
+		rc = replay_of_request(q, &r, why, sizeof(why));
+		if (rc == TS_OK) {
+			rc = replay_set_add(s, q->method, q->path,
+			    (const char *)q->body, q->body_len, r);
+			snprintf(why, sizeof(why), "over the %u recordings a "
+			    "trace may have", REPLAY_MAX_RECORDINGS);
+		}
+		if (rc != TS_OK)
+			/* the header is line 1, request i follows it */
+			snprintf(errbuf, cap, "%s:%zu: request i=%ld: %s", path,
+			    i + 2, q->i, why);
+	}
+	trace_free(&t);
+	if (rc != TS_OK) {
+		replay_set_free(s);
+		return rc;
+	}
+	replay_set_schedule(s, speed);
+	*out = s;
+	return TS_OK;
 }

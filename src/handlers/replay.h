@@ -23,9 +23,12 @@
 struct reply;
 struct server;
 
+/* The largest trace --replay loads (the reader's bound). */
+#define REPLAY_MAX_TRACE_BYTES (256u << 20)
+
 /*
  * Loads the trace at path (the trace layer's reader: a version 1 JSONL
- * trace, docs/TRACE.md) into a new set (*out, caller frees with
+ * trace, trace/trace.h) into a new set (*out, caller frees with
  * replay_set_free), scheduled at `speed`: every request line with a
  * status becomes a recording; those with status 0 (no response) are
  * skipped and counted in *skipped. TS_OK, or an error with errbuf

@@ -581,6 +581,13 @@ options_parse(struct options *o, int argc, char **argv)
 			exit(2);
 		}
 	}
+	if (o->replay_path != NULL && strcmp(o->backend, "sim") != 0) {
+		/* a replay's tokens are the simulator's ids it ignores; a real
+		 * model would compute a whole forward pass per chunk */
+		fprintf(stderr, "tokstream-fcgi: --replay needs --backend sim, "
+		    "not %s (the recorded bytes need no model)\n", o->backend);
+		exit(2);
+	}
 	{
 		struct backend_args a;
 		const char *why;
@@ -591,13 +598,6 @@ options_parse(struct options *o, int argc, char **argv)
 			fprintf(stderr, "tokstream-fcgi: %s\n", why);
 			exit(2);
 		}
-	}
-	if (o->replay_path != NULL && strcmp(o->backend, "sim") != 0) {
-		/* a replay's tokens are the simulator's ids it ignores; a real
-		 * model would compute a whole forward pass per chunk */
-		fprintf(stderr, "tokstream-fcgi: --replay needs --backend sim, "
-		    "not %s (the recorded bytes need no model)\n", o->backend);
-		exit(2);
 	}
 	if (optind < argc) {
 		fprintf(stderr, "tokstream-fcgi: unexpected argument '%s'\n",
