@@ -121,8 +121,10 @@ replay_serve(struct server *srv, struct reply *rp,
 		return;
 	}
 	memset(&job, 0, sizeof(job));
-	job.prompt = body->p != NULL ? body->p : "";
-	job.prompt_len = body->len;
+	/* the body is the sequence's prompt (what /_debug/generated
+	 * shows); a bodiless request (a GET) gets a word of its own */
+	job.prompt = body->len > 0 ? body->p : "replay";
+	job.prompt_len = body->len > 0 ? body->len : 6;
 	job.prompt_tokens = rec->prompt_tokens;
 	job.model = srv->backend->lab_model;
 	engine_sampling_greedy(&job.sampling);
