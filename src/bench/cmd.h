@@ -23,6 +23,7 @@ extern const struct opts_cmd cmd_itl;
 extern const struct opts_cmd cmd_cancel;
 extern const struct opts_cmd cmd_lab;
 extern const struct opts_cmd cmd_load;
+extern const struct opts_cmd cmd_record;
 
 /* Result of the gen step. */
 struct cmd_gen_result {

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -31,6 +32,7 @@
 #include "bench/load_drive.h"
 #include "bench/load_output.h"
 #include "bench/msg.h"
+#include "bench/record.h"
 #include "bench/text.h"
 #include "bench/words.h"
 
@@ -67,6 +69,8 @@ struct cmd_load_run {
 	char *auth;             /* /v1: "Authorization: Bearer KEY" or NULL
 				 * (/v1/messages: "x-api-key: KEY") */
 	struct req_reasoning reasoning;
+	struct record *trace;   /* tokbench record's recording; NULL for
+				 * load */
 };
 
 /* The path of an endpoint. */
@@ -304,6 +308,8 @@ cmd_load_make(void *ud, const struct load_plan *p)
 	}
 	if (o->dataset == LOAD_DS_REPEAT)
 		run->v1_prompt[plen] = keep;
+	if (run->trace != NULL)
+		q->cap = record_attach(run->trace);
 	return q;
 }
 
@@ -438,6 +444,29 @@ cmd_load_detail(struct load_run *rec, const struct req *q,
 }
 
 /*
+ * tokbench record: q's line in the trace, with what became of it (as
+ * --save-detailed says it). A spent budget or a trace that cannot be
+ * written stops the run: no new requests.
+ */
+static void
+cmd_load_trace(struct cmd_load_run *run, struct req *q, enum req_fate fate,
+    enum load_fail kind)
+{
+	char *err = NULL, buf[64];
+
+	if (fate == REQ_FAILED) {
+		err = cmd_load_fail_text(q, kind);
+	} else if (fate == REQ_STOPPED) {
+		snprintf(buf, sizeof(buf), "abandoned after %zu tokens",
+		    q->ntokens);
+		err = xstrndup(buf, strlen(buf));
+	}
+	if (record_end(run->trace, q, err) != TS_OK)
+		cmd_load_interrupted = 1;
+	free(err);
+}
+
+/*
  * The driver's end: counts the request as completed (its E2E latency
  * ends at data: [DONE], see load_drive.c), abandoned (its stream id
  * kept) or failed (the first message of each kind kept), and frees it.
@@ -450,6 +479,8 @@ cmd_load_end(void *ud, struct req *q)
 	enum load_fail kind = LOAD_FAIL_TRANSPORT;
 	enum req_fate fate = req_fate(q, &kind);
 
+	if (run->trace != NULL)
+		cmd_load_trace(run, q, fate, kind);
 	if (q->warmup) {
 		/* left out of every number */
 		if (fate == REQ_COMPLETED)
@@ -494,8 +525,9 @@ cmd_load_progress(void *ud, double now_ms)
 	const struct cmd_load_run *run = ud;
 	const struct load_acc *a = &run->rec.acc;
 
-	fprintf(stderr, "tokbench load: %7.1f s started=%zu completed=%zu "
-	    "abandoned=%zu failed=%zu in_flight=%zu", now_ms / 1e3,
+	fprintf(stderr, "tokbench %s: %7.1f s started=%zu completed=%zu "
+	    "abandoned=%zu failed=%zu in_flight=%zu", run->trace != NULL ?
+	    "record" : "load", now_ms / 1e3,
 	    run->drive.started, a->completed, a->abandoned, a->failed,
 	    run->drive.in_flight);
 	if (run->rec.o->traffic.rate > 0)
@@ -777,13 +809,75 @@ cmd_load_tell(const struct cmd_load_run *run)
 }
 
 /*
- * The benchmark: sets up the prompts, the schedule and the driver,
- * catches ^C, runs the warm-up and the traffic, prints the report.
- * Returns the exit status.
+ * tokbench record: opens the trace of ro into *trace with its header
+ * (trace.h: the tool, the time in UTC, the target, the endpoint, ro's
+ * options and the model) and makes run record into it. Returns TS_OK,
+ * or TS_ESYS after one line.
+ */
+static enum ts_err
+cmd_load_trace_open(struct cmd_load_run *run,
+    const struct load_record_opts *ro, struct record *trace)
+{
+	const struct load_opts *o = run->rec.o;
+	struct trace hdr;
+	struct tm tm;
+	time_t now = time(NULL);
+	char created[32] = "";
+	enum ts_err rc;
+
+	memset(&hdr, 0, sizeof(hdr));
+	if (gmtime_r(&now, &tm) != NULL)
+		strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	hdr.tool = (char *)"tokbench record";
+	hdr.created = created;
+	hdr.target = o->url;
+	hdr.endpoint = (char *)cmd_load_path(o->endpoint);
+	hdr.options = ro->options != NULL ? json_deep_copy(ro->options) :
+	    json_object();
+	if (run->model != NULL)
+		json_object_set_new(hdr.options, "model",
+		    trace_bytes_json(run->model, strlen(run->model)));
+	rc = record_open(trace, ro->path, ro->max_bytes, o->url, &hdr);
+	json_decref(hdr.options);
+	if (rc == TS_OK)
+		run->trace = trace;
+	return rc;
+}
+
+/*
+ * tokbench record: the trace's last line and its end; returns the exit
+ * status given the run's ret.
  */
 static int
-cmd_load_run(const struct load_opts *o)
+cmd_load_trace_close(struct cmd_load_run *run, int ret)
 {
+	struct record *trace = run->trace;
+	enum ts_err rc = record_close(trace);
+
+	run->trace = NULL;
+	if (rc == TS_ELIMIT) {
+		msg_err("%s: the trace lacks what came after the recording "
+		    "passed --record-max-bytes %zu (its lines say which "
+		    "requests were cut)", trace->path, trace->budget.max);
+		return 1;
+	}
+	if (rc != TS_OK)
+		return 1;
+	if (!run->rec.o->quiet)
+		msg_err("wrote %s: %zu requests", trace->path,
+		    trace->requests);
+	return ret;
+}
+
+/*
+ * The benchmark: sets up the prompts, the schedule and the driver,
+ * catches ^C, runs the warm-up and the traffic, prints the report; with
+ * ro, records the trace (tokbench record). Returns the exit status.
+ */
+int
+cmd_load_exec(const struct load_opts *o, const struct load_record_opts *ro)
+{
+	struct record trace;
 	const struct load_traffic *t = &o->traffic;
 	struct cmd_load_run run;
 	struct load_drive_ops ops;
@@ -832,6 +926,8 @@ cmd_load_run(const struct load_opts *o)
 	}
 	if (cmd_load_headers(&run, &run.drive) != TS_OK)
 		goto out;
+	if (ro != NULL && cmd_load_trace_open(&run, ro, &trace) != TS_OK)
+		goto out;
 	if (!o->quiet)
 		cmd_load_tell(&run);
 	if (o->warmup > 0 && cmd_load_warmup(&run, &ops) != TS_OK)
@@ -847,6 +943,8 @@ out:
 		sigaction(SIGINT, &old_sa, NULL);
 	/* only after an error: requests still in flight */
 	load_drive_free(&run.drive);
+	if (run.trace != NULL)
+		ret = cmd_load_trace_close(&run, ret);
 	for (i = 0; i < LOAD_FAIL_COUNT; i++)
 		free(run.rec.fail_example[i]);
 	for (i = 0; i < run.rec.ndetail; i++) {
@@ -876,7 +974,7 @@ cmd_load_main(int argc, char **argv)
 	msg_init("tokbench load");
 	if ((ret = load_opts_parse(argc, argv, &o)) >= 0)
 		return ret;
-	ret = cmd_load_run(&o);
+	ret = cmd_load_exec(&o, NULL);
 	free(o.url);
 	return ret;
 }

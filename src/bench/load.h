@@ -45,4 +45,22 @@ struct load_run {
 	size_t ndetail;
 };
 
+/* What `tokbench record` adds to a load run (cmd_record.c). */
+struct load_record_opts {
+	const char *path;       /* -o TRACE; borrowed */
+	size_t max_bytes;       /* --record-max-bytes */
+	const json_t *options;  /* the header's "options" (borrowed; the
+				 * model is added to a copy) */
+};
+
+/*
+ * Runs the load of o (cmd_load.c): the warm-up, the traffic, the report
+ * on stdout; with ro (NULL for `tokbench load`) also the trace of every
+ * request into ro->path (record.h). Returns the exit status: 0, or 1
+ * when nothing was measured, a file could not be written or the
+ * recording passed ro->max_bytes.
+ */
+int cmd_load_exec(const struct load_opts *o,
+    const struct load_record_opts *ro);
+
 #endif /* BENCH_LOAD_H */

@@ -118,6 +118,10 @@ req_v1_chunk(struct req *q, json_t *root, const struct sse_event *ev)
 		t = json_object_get(u, "prompt_tokens");
 		if (json_is_integer(t))
 			q->usage_prompt = (long)json_integer_value(t);
+		t = json_object_get(json_object_get(u,
+		    "prompt_tokens_details"), "cached_tokens");
+		if (json_is_integer(t))
+			q->usage_cached = (long)json_integer_value(t);
 	}
 	c = json_array_get(choices, 0);
 	if (q->api == REQ_API_CHAT) {
@@ -248,6 +252,9 @@ req_messages_event(struct req *q, const struct sse_event *ev)
 		t = json_object_get(json_object_get(root, "message"), "usage");
 		if ((n = req_sum(t, in_keys)) >= 0)
 			q->usage_prompt = n;
+		t = json_object_get(t, "cache_read_input_tokens");
+		if (json_is_integer(t))
+			q->usage_cached = (long)json_integer_value(t);
 		req_log(q, REQ_OTHER, ev->data, ev->data_len);
 	} else if (req_event_is(ev, "message_delta")) {
 		if ((n = req_sum(json_object_get(root, "usage"),
@@ -460,6 +467,8 @@ req_on_header(char *ptr, size_t size, size_t nitems, void *ud)
 	size_t n = size * nitems, len = 0;
 	const char *val = NULL;
 
+	if (q->cap != NULL && capture_header_line(q->cap, ptr, n) != TS_OK)
+		return 0;       /* the recording's budget is spent */
 	switch (client_header_line(ptr, n, REQ_ID_MAX, &val, &len)) {
 	case CLIENT_HEADER_STATUS:
 		q->request_id_len = 0;
@@ -532,6 +541,10 @@ req_on_body(char *ptr, size_t size, size_t nmemb, void *ud)
 	enum ts_err rc;
 
 	q->chunk_ms = client_ms_since(&q->t0);
+	/* tokbench record: every read as it came, before any check */
+	if (q->cap != NULL && capture_chunk(q->cap,
+	    (int64_t)(q->chunk_ms * 1000.0 + 0.5), ptr, n) != TS_OK)
+		return 0;       /* the recording's budget is spent */
 	if (req_ollama(q) ? req_check_ndjson(q, why, sizeof(why)) != TS_OK :
 	    client_check_start(q->curl, &q->status_known, &q->status, why,
 	    sizeof(why)) != TS_OK) {
@@ -563,7 +576,7 @@ req_new(long timeout_ms, size_t stop_after, int rst, int keep_log)
 	q->keep_log = keep_log;
 	q->done_ms = -1.0;
 	q->reason_ms = -1.0;
-	q->usage_prompt = q->usage_completion = -1;
+	q->usage_prompt = q->usage_completion = q->usage_cached = -1;
 	ts_buf_init(&q->body.buf, REQ_BODY_MAX);
 	ts_buf_init(&q->line, SSE_PARSE_DEFAULT_MAX);
 	sse_parser_init(&q->parser, req_on_event, req_on_comment, q);
@@ -770,6 +783,7 @@ req_free(struct req *q)
 		return;
 	if (q->curl != NULL)
 		curl_easy_cleanup(q->curl);
+	capture_free(q->cap);
 	sse_parser_free(&q->parser);
 	ts_buf_free(&q->body.buf);
 	ts_buf_free(&q->line);

@@ -26,6 +26,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include "bench/capture.h"
 #include "bench/client.h"
 #include "bench/load_report.h"
 #include "bench/sse_parse.h"
@@ -85,6 +86,11 @@ struct req {
 	uint64_t plan_index;    /* the owner's plan's index (load_plan) */
 	int warmup;             /* the owner's: a warm-up request */
 	json_t *messages;       /* borrowed; see req_set_messages_array() */
+	struct capture *cap;    /* tokbench record: the answer's bytes and
+				 * headers as they arrive; NULL: not kept.
+				 * Owned (freed with q). When it cannot
+				 * keep a chunk (its budget is spent) the
+				 * transfer ends. */
 	/* transfer */
 	struct sse_parser parser;
 	struct timespec t0;     /* just before libcurl got the request */
@@ -107,6 +113,11 @@ struct req {
 				 * of message_start, message_delta's
 				 * output_tokens; Ollama: the final line's
 				 * prompt_eval_count, eval_count); -1
+				 * without one */
+	long usage_cached;      /* the prompt tokens the server's prefix
+				 * cache served: /v1 usage.
+				 * prompt_tokens_details.cached_tokens,
+				 * Anthropic's cache_read_input_tokens; -1
 				 * without one */
 	double reason_ms;       /* the first reasoning token's arrival (a
 				 * non-empty thinking_delta, delta.reasoning

@@ -26,7 +26,7 @@
 
 static const struct opts_cmd *const tokbench_cmds[] = {
 	&cmd_gen, &cmd_stream, &cmd_ttft, &cmd_itl, &cmd_cancel, &cmd_lab,
-	&cmd_load
+	&cmd_load, &cmd_record
 };
 
 /* Top-level help. */
@@ -46,6 +46,11 @@ tokbench_usage(FILE *f)
 	    "TPOT, ITL,\n"
 	    "          E2E latency, throughput, goodput, as vllm bench "
 	    "serve\n"
+	    "  record  load, and write a trace of the run (-o TRACE): each "
+	    "request's\n"
+	    "          body, status, headers, every chunk with its arrival; "
+	    "the\n"
+	    "          concurrency over time\n"
 	    "Run `tokbench COMMAND --help` for a command's options.\n"
 	    "Exit status: 0 ok, 1 a measurement failed, 2 usage error.\n",
 	    f);
