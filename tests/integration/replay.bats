@@ -9,12 +9,10 @@
 
 load helpers
 
-# The recorded requests: A (30 tokens, ~0.5 s), M (150 tokens, ~2.4 s),
-# L (400 tokens, ~6 s).
-BODY_A='{"model":"mini-model","messages":[{"role":"user","content":"hello"}],"max_tokens":30,"stream":true,"stream_options":{"include_usage":true}}'
-BODY_M='{"model":"mini-model","messages":[{"role":"user","content":"medium"}],"max_tokens":150,"stream":true}'
-BODY_L='{"model":"mini-model","messages":[{"role":"user","content":"long"}],"max_tokens":400,"stream":true}'
-
+# The recorded requests (tokbench record -c 1 -n 3, one after another):
+# "hello" (30 tokens, ~0.5 s), "medium" (150 tokens, ~2.4 s) and "long"
+# (400 tokens, ~6 s); rec_index finds each in the trace, rec_body gives
+# its body as tokbench sent it.
 setup_file() {
 	local p i
 	command -v node >/dev/null || return 0
@@ -28,10 +26,30 @@ setup_file() {
 	done
 	REC=$BATS_FILE_TMPDIR/rec.jsonl
 	export REC
-	node "$TS_SRCDIR/tests/node/trace-record.mjs" "$REC" \
-		"http://127.0.0.1:$p" /v1/chat/completions "$BODY_A" "$BODY_M" "$BODY_L"
+	printf '%s\n' \
+		'{"messages":[{"role":"user","content":"hello"}],"output_tokens":30}' \
+		'{"messages":[{"role":"user","content":"medium"}],"output_tokens":150}' \
+		'{"messages":[{"role":"user","content":"long"}],"output_tokens":400}' \
+		>"$BATS_FILE_TMPDIR/prompts.jsonl"
+	"$TOKBENCH" record -o "$REC" --url "http://127.0.0.1:$p" \
+		--endpoint /v1/chat/completions --concurrency 1 --requests 3 \
+		--dataset jsonl "$BATS_FILE_TMPDIR/prompts.jsonl" --quiet \
+		>"$BATS_FILE_TMPDIR/record.out"
 	kill "$mini"
 	ts_start --replay "$REC" --max-num-seqs 1 --keepalive-ms 200
+}
+
+# rec_index WORD: the index of the recorded request whose prompt is WORD
+rec_index() {
+	jq -s -e --arg w "$1" 'map(select(.type == "request")) |
+		map(.body | fromjson | .messages[0].content == $w) | index(true)' \
+		"$REC"
+}
+
+# rec_body WORD: the body of that request, as sent
+rec_body() {
+	jq -s -r --argjson i "$(rec_index "$1")" \
+		'map(select(.type == "request"))[$i].body' "$REC"
 }
 
 teardown_file() {
@@ -69,21 +87,23 @@ metric() {
 @test "replay: a recorded /v1/chat/completions stream comes back byte for byte, its ITLs within 1 ms of the recording's (p99), counted in /metrics" {
 	need_node
 	d=$BATS_TEST_TMPDIR
-	jq -s -e 'map(select(.type == "request"))[1] |
+	head -n 1 "$REC" | jq -e '.tool == "tokbench record"'
+	i=$(rec_index medium)
+	jq -s -e --argjson i "$i" 'map(select(.type == "request"))[$i] |
 		.status == 200 and (.chunks | length) > 100' "$REC"
 	curl -sf "$BASE/metrics" >"$d/m"
 	ttft0=$(metric tokstream:time_to_first_token_seconds_count)
 	itl0=$(metric tokstream:inter_token_latency_seconds_count)
-	# M five times (one slot: one after another); per chunk the median
+	# "medium" five times (one slot: one after another); per chunk the median
 	# arrival of the five, so that one late wake-up of one of the four
 	# threads between the engine's timer and this client (engine, I/O
 	# thread, lighttpd, node) on this shared 2-core machine is not taken
 	# for the replay's timing: a 20 ms sleep here oversleeps by 1 to 2.5
 	# ms a few times in 300, and one run alone has a p99 of 2 to 4 ms
 	# (run_p99_ms), five runs' median 0.4 to 0.7 ms
-	replay_into "$d/rep.jsonl" "$BODY_M" "$BODY_M" "$BODY_M" "$BODY_M" \
-		"$BODY_M"
-	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" 1 \
+	m=$(rec_body medium)
+	replay_into "$d/rep.jsonl" "$m" "$m" "$m" "$m" "$m"
+	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" "$i" \
 		"$d/rep.jsonl" | tee "$d/cmp.json"
 	jq -e '.bytes_equal and .status_equal and .runs == 5' "$d/cmp.json"
 	# the recorded head: its content type, and tokstream's request id
@@ -104,11 +124,11 @@ metric() {
 @test "replay: a body whose JSON differs only in key order and spacing finds the recording by the prompt with the settings" {
 	need_node
 	d=$BATS_TEST_TMPDIR
-	body=$(echo "$BODY_A" | jq -S .)     # sorted keys, indented
-	[ "$body" != "$BODY_A" ]
+	body=$(rec_body hello | jq -S .)     # sorted keys, indented
+	[ "$body" != "$(rec_body hello)" ]
 	replay_into "$d/rep.jsonl" "$body"
-	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" 0 \
-		"$d/rep.jsonl" | tee "$d/cmp.json"
+	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" \
+		"$(rec_index hello)" "$d/rep.jsonl" | tee "$d/cmp.json"
 	jq -e '.bytes_equal' "$d/cmp.json"
 }
 
@@ -116,9 +136,9 @@ metric() {
 	need_node
 	d=$BATS_TEST_TMPDIR
 	start_other --replay "$REC" --replay-speed 2
-	replay_into "$d/rep.jsonl" "$BODY_A"
-	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" 0 \
-		"$d/rep.jsonl" | tee "$d/cmp.json"
+	replay_into "$d/rep.jsonl" "$(rec_body hello)"
+	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" \
+		"$(rec_index hello)" "$d/rep.jsonl" | tee "$d/cmp.json"
 	jq -e '.bytes_equal' "$d/cmp.json"
 	# recorded ~540 ms; at speed 2 ~270 ms: well under 3/4 of it, over 1/4
 	holds "$(jq .rep_total_ms "$d/cmp.json") < 0.75 * \
@@ -128,6 +148,7 @@ metric() {
 }
 
 @test "replay: a request no recording matches gets 404 replay_miss in OpenAI's error shape; /health and /metrics answer as always" {
+	need_node
 	d=$BATS_TEST_TMPDIR
 	run curl -sS -o "$d/body" -w '%{http_code}' \
 		-H 'Content-Type: application/json' \
@@ -146,6 +167,7 @@ metric() {
 }
 
 @test "replay: with --replay-miss sim a request no recording matches gets the simulator's answer" {
+	need_node
 	start_other --replay "$REC" --replay-miss sim
 	run curl -sS -f -H 'Content-Type: application/json' \
 		-d '{"model":"tokstream-sim","messages":[{"role":"user","content":"other"}],"max_tokens":5}' \
@@ -158,11 +180,12 @@ metric() {
 @test "replay: a client that leaves a long replayed stream frees its slot (--max-num-seqs 1): cancelled, and the next request is served" {
 	need_node
 	d=$BATS_TEST_TMPDIR
-	total=$(jq -s 'map(select(.type == "request"))[2].chunks | length' "$REC")
+	total=$(jq -s --argjson i "$(rec_index long)" \
+		'map(select(.type == "request"))[$i].chunks | length' "$REC")
 	[ "$total" -gt 100 ]
 	# L takes ~6 s; the client leaves after 1 s
 	curl -sS -N -m 1 -D "$d/h" -o "$d/part" -H 'Content-Type: application/json' \
-		-d "$BODY_L" "$BASE/v1/chat/completions" || true
+		-d "$(rec_body long)" "$BASE/v1/chat/completions" || true
 	id=$(header_of "$d/h" X-Request-Id)
 	[ -n "$id" ]
 	wait_not_running "$id"
@@ -173,13 +196,14 @@ metric() {
 	curl -sf "$BASE/metrics" >"$d/m"
 	[ "$(metric tokstream:num_requests_running)" -eq 0 ]
 	# the one slot is free: A is replayed whole, long before L would end
-	replay_into "$d/rep.jsonl" "$BODY_A"
-	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" 0 \
-		"$d/rep.jsonl" | tee "$d/cmp.json"
+	replay_into "$d/rep.jsonl" "$(rec_body hello)"
+	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" \
+		"$(rec_index hello)" "$d/rep.jsonl" | tee "$d/cmp.json"
 	jq -e '.bytes_equal' "$d/cmp.json"
 }
 
 @test "replay: a bad trace, a missing one or --backend llama stops the start with a message naming the file and line" {
+	need_node
 	d=$BATS_TEST_TMPDIR
 	fcgi=$TS_BUILDDIR/src/tokstream-fcgi
 	printf '{"type":"request","i":0}\n' >"$d/nohead.jsonl"

@@ -6,7 +6,9 @@
  * header line, one request line each (status, headers as received, every
  * read of the body with its time in us from the request's start) and the
  * concurrency line to OUT. tests/integration/replay.bats uses it to read
- * what `tokstream-fcgi --replay` sends back, byte for byte and when.
+ * what `tokstream-fcgi --replay` sends back, byte for byte and when, for
+ * bodies taken from a `tokbench record` trace (tokbench makes its own
+ * bodies from a workload; this sends given ones).
  * Node's modules only.
  */
 import fs from 'node:fs';
