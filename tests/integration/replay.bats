@@ -100,7 +100,7 @@ metric() {
 	# thread, lighttpd, node) on this shared 2-core machine is not taken
 	# for the replay's timing: a 20 ms sleep here oversleeps by 1 to 2.5
 	# ms a few times in 300, and one run alone has a p99 of 2 to 4 ms
-	# (run_p99_ms), five runs' median 0.4 to 0.7 ms
+	# (run_p99_ms), five runs' median 0.2 to 0.7 ms
 	m=$(rec_body medium)
 	replay_into "$d/rep.jsonl" "$m" "$m" "$m" "$m" "$m"
 	node "$TS_SRCDIR/tests/node/trace-compare.mjs" "$REC" "$i" \
