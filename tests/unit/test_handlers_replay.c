@@ -203,6 +203,41 @@ test_replay_misses(void **unused)
 	}
 }
 
+/* A recording of 10,000 one-byte chunks, more than a /v1 request's
+ * max_tokens may be (8192): every byte, in order. */
+static void
+test_replay_many_chunks(void **unused)
+{
+	struct fake_server fs;
+	struct fake_conn fc;
+	struct response r;
+	struct replay_set *s = replay_set_new();
+	struct replay_rec *rec = replay_rec_new(200);
+	char want[10000];
+	uint32_t i;
+
+	(void)unused;
+	for (i = 0; i < sizeof(want); i++) {
+		want[i] = (char)('a' + i % 26);
+		assert_int_equal(replay_rec_chunk(rec, 100 * (int64_t)i,
+		    &want[i], 1), TS_OK);
+	}
+	assert_int_equal(replay_set_add(s, "POST", CHAT, BODY, strlen(BODY),
+	    rec), TS_OK);
+	replay_set_schedule(s, 1.0);
+	server_up(&fs);
+	fs.srv.replay = s;
+	fake_open(&fc, &fs, "POST", CHAT, BODY);
+	exchange(&fs, &fc, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, sizeof(want));
+	assert_memory_equal(r.body, want, sizeof(want));
+	fake_close(&fc);
+	replay_set_free(s);
+	fs.srv.replay = NULL;
+	server_down(&fs);
+}
+
 int
 main(void)
 {
@@ -210,6 +245,7 @@ main(void)
 		cmocka_unit_test(test_replay_bytes_and_times),
 		cmocka_unit_test(test_replay_client_leaves),
 		cmocka_unit_test(test_replay_misses),
+		cmocka_unit_test(test_replay_many_chunks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
