@@ -11,9 +11,12 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "handlers/replay.h"
 #include "handlers/replay_set.h"
+#include "trace/trace.h"
 
 #define T(s) s, sizeof(s) - 1
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -269,6 +272,70 @@ test_schedule(void **state)
 	replay_set_free(s);
 }
 
+/*
+ * A trace tokbench record wrote (tests/data/trace/chat-v1.jsonl: four
+ * recordings of one /v1/chat/completions body, the first a warm-up):
+ * replay_load makes four recordings under one key of each kind, and the
+ * body finds them in turn, each with its recorded bytes, the fifth the
+ * first again.
+ */
+static void
+test_recorded_trace(void **state)
+{
+	const char *dir = getenv("TS_SRCDIR");
+	char path[4096], err[512];
+	struct replay_set *s;
+	struct replay_stats st;
+	struct trace t;
+	struct trace_error terr;
+	const struct replay_rec *r;
+	enum replay_how how;
+	uint32_t skipped = 9;
+	size_t i, k, off;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/tests/data/trace/chat-v1.jsonl",
+	    dir != NULL ? dir : ".");
+	if (replay_load(path, 1.0, &s, &skipped, err, sizeof(err)) != TS_OK)
+		fail_msg("%s", err);
+	assert_int_equal(skipped, 0);
+	replay_set_stats(s, &st);
+	assert_int_equal(st.recordings, 4);
+	assert_int_equal(st.exact_keys, 1);
+	assert_int_equal(st.canonical_keys, 1);
+	assert_int_equal(st.routes, 1);
+	assert_int_equal(trace_load(path, 1u << 20, &t, &terr), TS_OK);
+	for (i = 0; i < 5; i++) {
+		const struct trace_request *q = &t.requests[i % 4];
+
+		r = replay_set_match(s, q->method, q->path,
+		    (const char *)q->body, q->body_len, &how);
+		assert_non_null(r);
+		assert_int_equal(how, REPLAY_EXACT);
+		assert_int_equal(r->status, 200);
+		assert_int_equal(r->nchunks, q->nchunks);
+		for (k = 0, off = 0; k < q->nchunks; k++) {
+			assert_int_equal(r->chunks[k].len, q->chunks[k].len);
+			assert_memory_equal(r->bytes + r->chunks[k].off,
+			    q->chunks[k].bytes, q->chunks[k].len);
+			assert_int_equal(r->sched_ns[k],
+			    q->chunks[k].t_us * 1000);
+			off += q->chunks[k].len;
+		}
+		assert_int_equal(r->nbytes, off);
+		/* its head: the recorded content type, no framing */
+		assert_non_null(strstr(r->head, "text/event-stream"));
+		assert_null(strstr(r->head, "ransfer-"));
+	}
+	trace_free(&t);
+	replay_set_free(s);
+	/* the errors name the file (and the line, when there is one) */
+	assert_int_not_equal(replay_load("/nonexistent/t.jsonl", 1.0, &s,
+	    &skipped, err, sizeof(err)), TS_OK);
+	assert_null(s);
+	assert_non_null(strstr(err, "/nonexistent/t.jsonl: "));
+}
+
 int
 main(void)
 {
@@ -280,6 +347,7 @@ main(void)
 		cmocka_unit_test(test_headers),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_schedule),
+		cmocka_unit_test(test_recorded_trace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
