@@ -525,8 +525,9 @@ cmd_load_progress(void *ud, double now_ms)
 	const struct cmd_load_run *run = ud;
 	const struct load_acc *a = &run->rec.acc;
 
-	fprintf(stderr, "tokbench load: %7.1f s started=%zu completed=%zu "
-	    "abandoned=%zu failed=%zu in_flight=%zu", now_ms / 1e3,
+	fprintf(stderr, "tokbench %s: %7.1f s started=%zu completed=%zu "
+	    "abandoned=%zu failed=%zu in_flight=%zu", run->trace != NULL ?
+	    "record" : "load", now_ms / 1e3,
 	    run->drive.started, a->completed, a->abandoned, a->failed,
 	    run->drive.in_flight);
 	if (run->rec.o->traffic.rate > 0)

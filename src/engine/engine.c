@@ -39,115 +39,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/engine_int.h"
 #include "engine/kvcache.h"
 #include "text/release.h"
 #include "text/utf8.h"
-
-enum seq_phase { SEQ_WAITING = 1, SEQ_PREFILL, SEQ_JOINING, SEQ_DECODE,
-	SEQ_DONE };
-
-#define SEQ_NEWS 1u       /* on a listener's stack */
-#define SEQ_DEAD 2u       /* freed but for the struct: the take frees it */
-#define SEQ_GONE 4u       /* its relay let go: no news for anyone */
-
-/* Not in the timer heap / the batch. */
-#define NO_INDEX UINT32_MAX
-
-struct engine_seq {
-	struct engine_seq *qnext;       /* waiting FIFO */
-	struct engine_request req;      /* prompt, stop point at copies */
-	uint64_t id;                    /* from the on_submit hook */
-	char *stop_copy[STOP_MAX];
-	struct release *stop;           /* stop strings: NULL if none */
-	_Atomic uint32_t generated;     /* EOS included */
-	char *prompt_copy;
-	char *guide_copy;               /* sampling.guide's copy, or NULL */
-	struct engine_logprob *lp;      /* cap x sampling.logprobs, or NULL */
-	uint32_t *prompt_ids;           /* for the prefix cache, until
-					 * admission; NULL: none */
-	size_t nprompt_ids;
-	struct kv_seq kv;               /* its blocks in the cache model */
-	_Atomic uint32_t cached;        /* prompt tokens the cache had */
-	void *bseq;                     /* backend state, once started */
-	uint32_t *ids;                  /* cap entries */
-	uint32_t cap;                   /* max_tokens - start_index, or 0 */
-	enum seq_phase phase;
-	int own_cadence;                /* request gave its own tpot_ms,
-					 * or a schedule */
-	int64_t *sched;                 /* replay: token k at admit_ns +
-					 * sched[k]; NULL: none */
-	double tpot_ms;                 /* its cadence (own_cadence) */
-	int cancel;                     /* the client is gone */
-	enum engine_cause cause;
-	int64_t cancel_ns;
-	int64_t due;                    /* timer: prefill end, own step */
-	int64_t prefill_ns;             /* prefill_shares_step: its prefill,
-					 * to lengthen the step it joins */
-	int claimed;                    /* ... that step's length has it */
-	int64_t leave_ns;
-	/* when it took a slot, and its first and last tokens (vLLM's
-	 * scheduled, first_token and last_token timestamps), for the
-	 * on_finish hook: admit_ns and first_ns (below, read by
-	 * engine_seq_view too) are valid once the has_ flag is set, which
-	 * only the engine thread reads */
-	int64_t last_ns;
-	int has_admit, has_first;
-	uint32_t slot_idx, heap_idx, batch_idx;
-	int relay_held, engine_held;
-	_Atomic uint32_t produced;
-	_Atomic int finish;
-	_Atomic int in_slot;
-	_Atomic uint32_t delivered;
-	_Atomic int64_t admit_ns;       /* engine_view's: a slot taken */
-	_Atomic int64_t first_ns;       /* ... its first token published */
-	/* listener lists (engine.h): SEQ_NEWS while on a listener's stack,
-	 * SEQ_DEAD once freed but for the struct, which the listener's next
-	 * take frees */
-	_Atomic unsigned list_flags;
-	struct engine_seq *push_next;   /* the listener's stack */
-	struct engine_seq *take_next;   /* the list engine_listener_take
-					 * returned */
-};
-
-struct engine {
-	struct engine_config cfg;
-	struct engine_backend be;
-	struct engine_hooks hooks;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	atomic_uint lockers;            /* other threads in engine_lock */
-	pthread_t thread;
-	int has_thread;
-	int quit;
-	int stopping;
-	struct engine_seq *qhead, *qtail;  /* waiting FIFO */
-	uint32_t nwaiting;
-	uint32_t nheld;                    /* submitted, not yet released by
-					    * the relay: what admission counts */
-	struct engine_seq **slots;         /* prefill and decode */
-	uint32_t nslots;
-	struct engine_seq **heap;          /* timers, by due (min-heap) */
-	uint32_t nheap;
-	struct engine_seq **batch;         /* on the grid, in step order;
-					    * NULL: a hole (batch_compact) */
-	uint32_t nbatch, batch_holes;
-	struct engine_seq **joining;       /* prefilled, to join the grid at
-					    * the first step at or after their
-					    * prefill's end (due); NULL: left */
-	uint32_t njoining;
-	int64_t grid_next;                 /* next step; INT64_MAX: idle */
-	/* scratch of a step, max_num_seqs each */
-	struct engine_seq **step_seqs;
-	void **step_bseqs;
-	uint32_t *step_ids;
-	enum ts_err *step_rc;
-	struct engine_listener *to_wake;   /* listeners with news (lock) */
-	struct engine_jitter jitter;
-	uint64_t steps, generated;
-	uint32_t last_running, last_waiting;
-	struct kv_cache *kv;               /* the prefix cache model, or NULL */
-	uint32_t last_kv_used;
-};
 
 /* Tells the hooks when the cache's used blocks changed. */
 static void
@@ -192,159 +87,6 @@ engine_load_factor(const struct engine_config *cfg, uint32_t n)
 		return f;
 	return 1.0 + (f - 1.0) * (double)(n - 1) /
 	    (double)(cfg->max_num_seqs - 1);
-}
-
-/* ---- listeners -------------------------------------------------------- */
-
-void
-engine_listener_init(struct engine_listener *l,
-    void (*wake)(struct engine_listener *l), void *ctx)
-{
-	memset(l, 0, sizeof(*l));
-	atomic_init(&l->news, NULL);
-	l->wake = wake;
-	l->ctx = ctx;
-}
-
-/*
- * Puts s on its listener's stack unless it is there already, and the
- * listener on the list to wake at the end of this pass (lock held).
- */
-static void
-news(struct engine *e, struct engine_seq *s)
-{
-	struct engine_listener *l = s->req.listener;
-	struct engine_seq *head;
-
-	if (l == NULL || !s->relay_held ||
-	    (atomic_fetch_or(&s->list_flags, SEQ_NEWS) & SEQ_NEWS))
-		return;
-	head = atomic_load_explicit(&l->news, memory_order_relaxed);
-	do {
-		s->push_next = head;
-	} while (!atomic_compare_exchange_weak_explicit(&l->news, &head, s,
-	    memory_order_release, memory_order_relaxed));
-	if (!l->pending) {
-		l->pending = 1;
-		l->next_wake = e->to_wake;
-		e->to_wake = l;
-	}
-}
-
-/* Wakes every listener that got news in this pass (lock held). */
-static void
-wake_listeners(struct engine *e)
-{
-	struct engine_listener *l = e->to_wake, *next;
-
-	e->to_wake = NULL;
-	for (; l != NULL; l = next) {
-		next = l->next_wake;
-		l->pending = 0;
-		if (l->wake != NULL)
-			l->wake(l);
-	}
-}
-
-/*
- * Empties the stack and returns it oldest first. Each sequence's SEQ_NEWS
- * is cleared (acq_rel, after its link was read) so the engine may push it
- * again at once; the returned list runs on take_next, which only the
- * listener's thread writes. A sequence released while on the stack is
- * not returned (SEQ_GONE: its relay is gone), and one freed meanwhile
- * (SEQ_DEAD) is freed here.
- */
-struct engine_seq *
-engine_listener_take(struct engine_listener *l)
-{
-	struct engine_seq *s = atomic_exchange_explicit(&l->news, NULL,
-	    memory_order_acquire), *out = NULL, *next;
-
-	for (; s != NULL; s = next) {
-		unsigned f;
-
-		next = s->push_next;
-		f = atomic_fetch_and(&s->list_flags, ~SEQ_NEWS);
-		if (f & SEQ_DEAD) {
-			free(s);
-			continue;
-		}
-		if (f & SEQ_GONE)
-			continue;       /* released: its relay is no more */
-		s->take_next = out;
-		out = s;
-	}
-	return out;
-}
-
-struct engine_seq *
-engine_seq_next_news(const struct engine_seq *s)
-{
-	return s->take_next;
-}
-
-/* ---- the timer heap ---------------------------------------------------- */
-
-static void
-heap_swap(struct engine *e, uint32_t i, uint32_t j)
-{
-	struct engine_seq *t = e->heap[i];
-
-	e->heap[i] = e->heap[j];
-	e->heap[j] = t;
-	e->heap[i]->heap_idx = i;
-	e->heap[j]->heap_idx = j;
-}
-
-static void
-heap_up(struct engine *e, uint32_t i)
-{
-	while (i > 0 && e->heap[(i - 1) / 2]->due > e->heap[i]->due) {
-		heap_swap(e, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
-}
-
-static void
-heap_down(struct engine *e, uint32_t i)
-{
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
-
-		if (l < e->nheap && e->heap[l]->due < e->heap[m]->due)
-			m = l;
-		if (r < e->nheap && e->heap[r]->due < e->heap[m]->due)
-			m = r;
-		if (m == i)
-			return;
-		heap_swap(e, i, m);
-		i = m;
-	}
-}
-
-static void
-heap_push(struct engine *e, struct engine_seq *s, int64_t due)
-{
-	s->due = due;
-	s->heap_idx = e->nheap;
-	e->heap[e->nheap++] = s;
-	heap_up(e, s->heap_idx);
-}
-
-static void
-heap_remove(struct engine *e, struct engine_seq *s)
-{
-	uint32_t i = s->heap_idx;
-
-	if (i == NO_INDEX)
-		return;
-	s->heap_idx = NO_INDEX;
-	if (i != --e->nheap) {
-		e->heap[i] = e->heap[e->nheap];
-		e->heap[i]->heap_idx = i;
-		heap_down(e, i);
-		heap_up(e, i);
-	}
 }
 
 /* ---- the lock ------------------------------------------------------- */
@@ -548,7 +290,7 @@ seq_finish(struct engine *e, struct engine_seq *s, enum engine_finish f,
 		break;
 	case SEQ_PREFILL:
 	case SEQ_DECODE:
-		heap_remove(e, s);
+		eng_heap_remove(e, s);
 		batch_remove(e, s);
 		slot_remove(e, s);
 		break;
@@ -568,7 +310,7 @@ seq_finish(struct engine *e, struct engine_seq *s, enum engine_finish f,
 	if (!s->relay_held)
 		seq_finalize(e, s);
 	else
-		news(e, s);
+		eng_news(e, s);
 }
 
 /* Whether token `id` completes one of the sequence's stop strings. Its
@@ -618,7 +360,7 @@ seq_publish(struct engine *e, struct engine_seq *s, uint32_t id)
 		    s->req.sampling.logprobs - 1,
 		    s->lp + (size_t)p * s->req.sampling.logprobs);
 	atomic_store_explicit(&s->produced, p + 1, memory_order_release);
-	news(e, s);
+	eng_news(e, s);
 	if (stop)
 		return ENGINE_FINISH_STOP;
 	if (p + 1 >= s->cap)
@@ -768,10 +510,10 @@ admit(struct engine *e, int64_t now)
 			    engine_dist_ns(&e->jitter,
 			    &e->cfg.lat.jitter_prefill));
 		}
-		heap_push(e, s, end);
+		eng_heap_push(e, s, end);
 		atomic_store(&s->in_slot, 1);
 		s->has_admit = 1;
-		news(e, s);
+		eng_news(e, s);
 		atomic_store_explicit(&s->admit_ns, now,
 		    memory_order_relaxed);
 		if (e->hooks.on_admit != NULL)
@@ -952,7 +694,7 @@ timer_fired(struct engine *e, struct engine_seq *s, int64_t t, int64_t now)
 	struct engine_seq *one = s;
 	int64_t jit, next;
 
-	heap_remove(e, s);
+	eng_heap_remove(e, s);
 	s->due = t;
 	if (s->phase == SEQ_PREFILL && !s->own_cadence) {
 		if (seq_ends_before(e, s, t) != ENGINE_FINISH_NONE)
@@ -991,7 +733,7 @@ timer_fired(struct engine *e, struct engine_seq *s, int64_t t, int64_t now)
 		next = atomic_load_explicit(&s->admit_ns,
 		    memory_order_relaxed) + s->sched[k < s->req.nschedule ?
 		    k : s->req.nschedule - 1];
-		heap_push(e, s, next < t ? t : next);
+		eng_heap_push(e, s, next < t ? t : next);
 		return;
 	}
 	next = s->due + step_len(e, s->tpot_ms, jit);
@@ -999,7 +741,7 @@ timer_fired(struct engine *e, struct engine_seq *s, int64_t t, int64_t now)
 		next = t;
 	if (next < now - step_len(e, s->tpot_ms, 0))
 		next = now;
-	heap_push(e, s, next);
+	eng_heap_push(e, s, next);
 }
 
 /* Cancellations that act at once: waiting, in prefill, and a sequence on
@@ -1041,7 +783,7 @@ shutdown_locked(struct engine *e, int64_t now)
 		seq_finish(e, e->slots[0], ENGINE_FINISH_SHUTDOWN, now);
 	e->grid_next = INT64_MAX;
 	counts_changed(e);
-	wake_listeners(e);
+	eng_wake_listeners(e);
 }
 
 /*
@@ -1082,7 +824,7 @@ advance_locked(struct engine *e, int64_t now)
 	}
 	admit(e, now);
 	counts_changed(e);
-	wake_listeners(e);
+	eng_wake_listeners(e);
 	return next_event(e);
 }
 
@@ -1405,8 +1147,8 @@ engine_seq_listen(struct engine *e, struct engine_seq *s,
 {
 	engine_lock(e);
 	s->req.listener = l;
-	news(e, s);
-	wake_listeners(e);
+	eng_news(e, s);
+	eng_wake_listeners(e);
 	pthread_mutex_unlock(&e->mu);
 }
 

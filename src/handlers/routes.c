@@ -13,6 +13,7 @@
 #include "handlers/lab.h"
 #include "handlers/ollama.h"
 #include "handlers/messages.h"
+#include "handlers/replay.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
 #include "handlers/tokenize.h"
@@ -247,8 +248,11 @@ key_needed(const struct options *o, const struct endpoint *e,
 	    (e->id == EP_STREAM || e->id == EP_GENERATE);
 }
 
-void
-route(struct server *srv, struct conn *conn, int64_t t0)
+/* route(), with the request's body buffer for a replay (NULL: no
+ * --replay), which the caller frees once the request is answered. */
+static void
+route_request(struct server *srv, struct conn *conn, int64_t t0,
+    struct ts_buf *body)
 {
 	struct reply rp = { srv->opt->id_prefix, conn, NULL, 0, t0 }, *c = &rp;
 	struct http_error err;
@@ -301,6 +305,8 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 		    "WWW-Authenticate: Bearer\r\n");
 		return;
 	}
+	if (body != NULL && replay_route(srv, c, method, uri, body))
+		return;
 	if (e == NULL) {
 		if (plen >= 4 && memcmp(uri, "/v1/", 4) == 0) {
 			http_error_set(&err, 404, "invalid_request_error",
@@ -376,4 +382,20 @@ route(struct server *srv, struct conn *conn, int64_t t0)
 	case EP_NONE:
 		break;
 	}
+}
+
+void
+route(struct server *srv, struct conn *conn, int64_t t0)
+{
+	struct ts_buf body;
+
+	if (srv->replay == NULL) {
+		route_request(srv, conn, t0, NULL);
+		return;
+	}
+	/* a replay reads the body first and may give it back (conn.h:
+	 * unread) to the endpoint it routes to */
+	ts_buf_init(&body, HTTP_MAX_BODY_BYTES);
+	route_request(srv, conn, t0, &body);
+	ts_buf_free(&body);
 }

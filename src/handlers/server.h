@@ -22,6 +22,7 @@ struct engine_backend;
 struct gate;
 struct metrics;
 struct relay;
+struct replay_set;
 struct state;
 
 struct server {
@@ -47,6 +48,8 @@ struct server {
 	/* the latency profile in use (engine/profile.h), for /v1/models;
 	 * NULL with a physical backend: server_init_costs sets it */
 	json_t *profile;
+	/* --replay's recordings (handlers/replay.h); NULL: no replay */
+	struct replay_set *replay;
 };
 
 /* Fills srv->tokcost from srv->backend (openai_token_cost_of: a pass

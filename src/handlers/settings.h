@@ -88,6 +88,14 @@ struct options {
 	/* --reasoning-field: chat's thinking field, "reasoning" (the
 	 * default, vLLM's) or "reasoning_content" (DeepSeek's) */
 	const char *reasoning_field;
+	/* --replay TRACE: serve the trace's recorded responses
+	 * (handlers/replay.h); NULL: off. --replay-speed: recorded times
+	 * are divided by it (> 0, default 1). --replay-miss sim: a request
+	 * with no recording is served as without --replay; 0 (the
+	 * default, 404): it gets 404 replay_miss */
+	const char *replay_path;
+	double replay_speed;
+	int replay_miss_sim;
 };
 
 #endif /* TS_HANDLERS_SETTINGS_H */

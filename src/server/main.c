@@ -25,6 +25,7 @@
 #include "server/options.h"
 #include "engine/profile.h"
 #include "handlers/record.h"
+#include "handlers/replay.h"
 #include "transport/relay.h"
 #include "handlers/server.h"
 #include "stores/state.h"
@@ -166,6 +167,34 @@ describe_backend(const struct engine_backend *be, char *buf, size_t cap)
 		    opt.engine.lat.prefill_per_token_ms, opt.engine.lat.name);
 }
 
+/*
+ * Loads --replay's trace into srv.replay and says what it holds: a
+ * trace the reader refuses, or a recording over replay_set.h's bounds,
+ * stops the start with the file and line.
+ */
+static int
+open_replay(void)
+{
+	char errbuf[512];
+	struct replay_stats st;
+	uint32_t skipped = 0;
+
+	if (replay_load(opt.replay_path, opt.replay_speed, &srv.replay,
+	    &skipped, errbuf, sizeof(errbuf)) != TS_OK) {
+		fprintf(stderr, "tokstream-fcgi: --replay %s\n", errbuf);
+		return -1;
+	}
+	replay_set_stats(srv.replay, &st);
+	fprintf(stderr, "tokstream-fcgi: replay %s: %u recordings of %u "
+	    "method+path (%u skipped: no status), matched by exact body "
+	    "(%u keys), else by the prompt with the settings (canonical "
+	    "JSON, %u keys); times / %g; a miss gets %s\n", opt.replay_path,
+	    st.recordings, st.routes, skipped, st.exact_keys,
+	    st.canonical_keys, opt.replay_speed, opt.replay_miss_sim ?
+	    "the simulator's answer" : "404 replay_miss");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -217,6 +246,8 @@ main(int argc, char **argv)
 		return 1;
 	}
 	srv.backend = engine_backend(srv.engine);
+	if (opt.replay_path != NULL && open_replay() != 0)
+		return 2;
 	server_init_costs(&srv);
 	if (engine_paces(srv.engine))
 		srv.profile = engine_profile_json(&opt.engine.lat,

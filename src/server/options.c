@@ -115,6 +115,14 @@ options_usage(FILE *f)
 "      --metrics-prefix tokstream|vllm  GET /metrics' names: tokstream:*\n"
 "                               (default), or vLLM's vllm:* and request\n"
 "                               histograms; model_name on every series\n"
+"      --replay TRACE           serve the responses a trace recorded (tokbench\n"
+"                               record -o TRACE): a request that matches a\n"
+"                               recorded one gets its bytes at its times\n"
+"                               (docs/API.md \"Replay\"; sim backend only)\n"
+"      --replay-speed X         recorded times divided by X, > 0 (default 1)\n"
+"      --replay-miss 404|sim    a request to a recorded path that matches no\n"
+"                               recording: 404 replay_miss (default), or\n"
+"                               served by the simulator as without --replay\n"
 "      --cors-origin ORIGIN     Access-Control-Allow-Origin of every answer\n"
 "                               but those of /_debug/ and /metrics\n"
 "                               (default *; \"\" = none)\n"
@@ -309,7 +317,7 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
 	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
 	    O_FHEADER, O_PROCS, O_ACCEPTTO, O_MPREFIX, O_REASONING,
-	    O_RFIELD, O_PROFILE };
+	    O_RFIELD, O_PROFILE, O_REPLAY, O_RSPEED, O_RMISS };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -355,6 +363,9 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "metrics-prefix", required_argument, NULL, O_MPREFIX },
 		{ "reasoning", required_argument, NULL, O_REASONING },
 		{ "reasoning-field", required_argument, NULL, O_RFIELD },
+		{ "replay", required_argument, NULL, O_REPLAY },
+		{ "replay-speed", required_argument, NULL, O_RSPEED },
+		{ "replay-miss", required_argument, NULL, O_RMISS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -388,6 +399,9 @@ options_parse(struct options *o, int argc, char **argv)
 	o->allow_failure_header = 0;
 	o->backend = "sim";
 	o->metrics_prefix = "tokstream";
+	o->replay_path = NULL;
+	o->replay_speed = 1.0;
+	o->replay_miss_sim = 0;
 	while ((ch = getopt_long(argc, argv, "t:d:s:b:l:hV", longopts, NULL)) !=
 	    -1) {
 		switch (ch) {
@@ -616,6 +630,32 @@ options_parse(struct options *o, int argc, char **argv)
 			o->inject.seed = (uint64_t)parse_int("failure-seed",
 			    optarg, 0, INT_MAX);
 			break;
+		case O_REPLAY:
+			o->replay_path = optarg;
+			break;
+		case O_RSPEED: {
+			char *end;
+
+			errno = 0;
+			o->replay_speed = strtod(optarg, &end);
+			if (errno != 0 || end == optarg || *end != '\0' ||
+			    !(o->replay_speed > 0) || o->replay_speed > 1000) {
+				fprintf(stderr, "tokstream-fcgi: --replay-speed "
+				    "must be a number over 0, at most 1000, not "
+				    "'%s'\n", optarg);
+				exit(2);
+			}
+			break;
+		}
+		case O_RMISS:
+			if (strcmp(optarg, "404") != 0 &&
+			    strcmp(optarg, "sim") != 0) {
+				fprintf(stderr, "tokstream-fcgi: --replay-miss "
+				    "is 404 or sim, not '%s'\n", optarg);
+				exit(2);
+			}
+			o->replay_miss_sim = strcmp(optarg, "sim") == 0;
+			break;
 		case 'h':
 			options_usage(stdout);
 			exit(0);
@@ -635,6 +675,13 @@ options_parse(struct options *o, int argc, char **argv)
 	}
 	if (profile != NULL)
 		profile_load(o, profile, knobs);
+	if (o->replay_path != NULL && strcmp(o->backend, "sim") != 0) {
+		/* a replay's tokens are the simulator's ids it ignores; a real
+		 * model would compute a whole forward pass per chunk */
+		fprintf(stderr, "tokstream-fcgi: --replay needs --backend sim, "
+		    "not %s (the recorded bytes need no model)\n", o->backend);
+		exit(2);
+	}
 	{
 		struct backend_args a;
 		const char *why;

@@ -76,6 +76,11 @@ struct conn {
 	 * which the driver may finish and free before route() returns.
 	 * NULL: nobody asks. */
 	int *handed_off;
+	/* Body bytes already read and given back (a replay that found no
+	 * recording, handlers/replay.h): reply_read_body takes them first.
+	 * Borrowed; NULL: none. */
+	const char *unread;
+	size_t unread_len;
 };
 
 /* The parameter, or "" when absent. */

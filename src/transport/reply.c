@@ -172,6 +172,13 @@ reply_read_body(struct conn *c, struct ts_buf *body, struct http_error *err)
 		    "%u bytes", want, HTTP_MAX_BODY_BYTES);
 		return TS_ELIMIT;
 	}
+	if (c->unread_len > 0) {
+		/* given back by a replay that looked at it first */
+		ts_buf_append(body, c->unread, c->unread_len < want ?
+		    c->unread_len : (size_t)want);
+		c->unread = NULL;
+		c->unread_len = 0;
+	}
 	while (body->len < want) {
 		size_t room = want - body->len;
 

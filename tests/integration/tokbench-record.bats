@@ -210,6 +210,21 @@ SSE_DONE='endswith("data: [DONE]\n\n")'
 	tq "$f" '.[-1].samples[-1][1] == 0'
 }
 
+@test "record against a port where nothing listens: each request in the trace with status 0, no headers, no chunks, the connect error; exit 1 with load's one line" {
+	f=$BATS_TEST_TMPDIR/down.jsonl
+	p=$(free_port)
+	run "$TOKBENCH" record -o "$f" --url "http://127.0.0.1:$p" \
+		--requests 2 --quiet
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ $output == *"cannot reach http://127.0.0.1:$p"* ]]
+	[ "$(wc -l < "$f")" -eq 4 ]
+	tq "$f" 'reqs | length == 2 and all(.status == 0 and .method == "GET"
+		and (.headers | length == 0) and (.chunks | length == 0) and
+		(.token_events | length == 0) and (.error | length > 0))'
+	tq "$f" '.[-1].samples[-1][1] == 0'
+}
+
 @test "record --record-max-bytes 64K: past the bound the run starts nothing more, cuts the requests in flight and says so in their lines and on stderr, exits 1; the trace is still whole lines, the concurrency back to 0" {
 	f=$BATS_TEST_TMPDIR/cut.jsonl
 	run "$TOKBENCH" record -o "$f" --url "$BASE" \

@@ -403,6 +403,77 @@ test_encode_limit(void **state)
 	ts_buf_free(&b);
 }
 
+/*
+ * A trace tokbench record wrote (tests/data/trace/chat-v1.jsonl: four
+ * /v1/chat/completions requests of 4 tokens, the first a warm-up, 2 at a
+ * time, against tokstream): it loads, each stream's chunks join into a
+ * whole SSE stream, and the encoders write the file back byte for byte.
+ */
+static void
+test_recorded_sample(void **state)
+{
+	const char *dir = getenv("TS_SRCDIR");
+	char path[4096];
+	struct trace t;
+	struct trace_error err;
+	struct ts_buf b, joined;
+	const struct trace_request *r;
+	FILE *f;
+	char *file;
+	long len;
+	size_t i, k;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/tests/data/trace/chat-v1.jsonl",
+	    dir != NULL ? dir : ".");
+	if (trace_load(path, MAX, &t, &err) != TS_OK)
+		fail_msg("%s:%ld: %s", path, err.line, err.text);
+	assert_string_equal(t.tool, "tokbench record");
+	assert_string_equal(t.endpoint, "/v1/chat/completions");
+	assert_int_equal(t.nrequests, 4);
+	ts_buf_init(&joined, MAX);
+	for (i = 0; i < t.nrequests; i++) {
+		r = &t.requests[i];
+		assert_int_equal(r->i, (long)i);
+		assert_int_equal(r->warmup, i == 0);
+		assert_int_equal(r->status, 200);
+		assert_null(r->error);
+		assert_int_equal(r->ntoken_events, 4);
+		assert_int_equal(r->output_tokens, 4);
+		ts_buf_reset(&joined);
+		for (k = 0; k < r->nchunks; k++)
+			assert_int_equal(ts_buf_append(&joined,
+			    r->chunks[k].bytes, r->chunks[k].len), TS_OK);
+		assert_true(joined.len > 14);
+		assert_memory_equal(joined.p + joined.len - 14,
+		    "data: [DONE]\n\n", 14);
+	}
+	assert_true(t.has_concurrency);
+	assert_int_equal(t.samples[t.nsamples - 1].n, 0);
+
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	rewind(f);
+	file = malloc((size_t)len);
+	assert_int_equal(fread(file, 1, (size_t)len, f), (size_t)len);
+	fclose(f);
+	ts_buf_init(&b, MAX);
+	assert_int_equal(trace_encode_header(&t, &b), TS_OK);
+	for (i = 0; i < t.nrequests; i++)
+		assert_int_equal(trace_encode_request(&t.requests[i], &b),
+		    TS_OK);
+	assert_int_equal(trace_encode_concurrency(t.samples, t.nsamples, &b),
+	    TS_OK);
+	assert_int_equal(b.len, (size_t)len);
+	assert_memory_equal(b.p, file, b.len);
+	free(file);
+	ts_buf_free(&b);
+	ts_buf_free(&joined);
+	trace_free(&t);
+}
+
 int
 main(void)
 {
@@ -412,6 +483,7 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_size_bound),
 		cmocka_unit_test(test_encode_limit),
+		cmocka_unit_test(test_recorded_sample),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
