@@ -964,6 +964,20 @@ fit_solve(const struct fit_rows *rows, const struct fit_opts *opts,
 	if (rc == TS_OK && res->has_jit_prefill && !res->shares_step)
 		fit_denoise(res->jit_prefill, &res->jit_prefill_std,
 		    opts->noise_prefill_ms, res, "prefill");
+	/* a profile's bases are at least 0 (engine/profile.h): an offset
+	 * larger than the data's base, or an intercept a little below 0,
+	 * is clamped, and said */
+	if (rc == TS_OK && res->p0 < 0) {
+		fit_note(res, "the prefill base came out %.3f ms (the TTFT "
+		    "offset taken out is larger than the data's): 0 in the "
+		    "profile", res->p0);
+		res->p0 = 0;
+	}
+	if (rc == TS_OK && res->d0 < 0) {
+		fit_note(res, "the decode base came out %.3f ms: 0 in the "
+		    "profile", res->d0);
+		res->d0 = 0;
+	}
 	if (rc == TS_OK && !fit_finite(res)) {
 		snprintf(err, errlen, "the fit is not finite (degenerate "
 		    "data)");

@@ -487,8 +487,11 @@ admit(struct engine *e, int64_t now)
 				ms -= e->cfg.lat.prefill_per_token2_ms *
 				    (n * n - u * u);
 			}
+			/* a hit never makes a prefill longer */
 			if (ms < 0)
 				ms = 0;
+			if (ms > s->req.prefill_ms)
+				ms = s->req.prefill_ms;
 			if (e->hooks.on_prefix != NULL)
 				e->hooks.on_prefix(e->hooks.ctx, s->id,
 				    s->nprompt_ids, hit);

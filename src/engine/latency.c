@@ -29,7 +29,9 @@ engine_prefill_ms(const struct engine_latency *lat, uint64_t tokens)
 	double ms = lat->prefill_base_ms + lat->prefill_per_token_ms * u +
 	    lat->prefill_per_token2_ms * u * u;
 
-	return ms > 0 ? ms : 0;     /* a fitted slope may be negative */
+	/* at most ENGINE_MAX_PASS_MS: a quadratic term over a long prompt
+	 * must not overflow a deadline */
+	return ms < ENGINE_MAX_PASS_MS ? ms : ENGINE_MAX_PASS_MS;
 }
 
 double
@@ -39,7 +41,7 @@ engine_decode_ms(const struct engine_latency *lat, uint32_t seqs,
 	double ms = lat->tpot_ms + lat->decode_per_seq_ms * (double)seqs +
 	    lat->decode_per_ctx_token_ms * (double)ctx_tokens;
 
-	return ms > 0 ? ms : 0;
+	return ms < ENGINE_MAX_PASS_MS ? ms : ENGINE_MAX_PASS_MS;
 }
 
 int64_t

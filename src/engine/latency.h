@@ -15,6 +15,10 @@
 #define ENGINE_DEFAULT_TPOT_MS 20.0
 #define ENGINE_DEFAULT_LOAD_FACTOR 1.0
 
+/* The longest modeled prefill or decode step, ms (one hour): what the
+ * sums below are capped at, so that no deadline overflows. */
+#define ENGINE_MAX_PASS_MS 3600000.0
+
 /* The most points of a jitter distribution given by percentiles. */
 #define ENGINE_DIST_MAX_POINTS 32
 #define ENGINE_PROFILE_NAME_MAX 96
@@ -64,7 +68,8 @@ void engine_latency_defaults(struct engine_latency *lat);
 
 /* Modeled prefill time in ms for `tokens` uncached prompt tokens:
  * prefill_base_ms + prefill_per_token_ms x tokens +
- * prefill_per_token2_ms x tokens^2 (before the load factor). */
+ * prefill_per_token2_ms x tokens^2 (before the load factor), at most
+ * ENGINE_MAX_PASS_MS. */
 double engine_prefill_ms(const struct engine_latency *lat,
     uint64_t tokens);
 

@@ -142,10 +142,19 @@ dist_parse(json_t *j, const char *key, struct engine_dist *d, char *err,
 		    "object", key);
 		return -1;
 	}
-	if (json_object_get(v, "std") != NULL)
-		return num_field(v, "jitter", "std", 0,
-		    ENGINE_PROFILE_MAX_JITTER_MS, &d->std_ms, err, errlen);
 	pct = json_object_get(v, "percentiles");
+	if (json_object_get(v, "std") != NULL && pct != NULL) {
+		say(err, errlen, "latency profile: jitter.%s has \"std\" and "
+		    "\"percentiles\": one or the other", key);
+		return -1;
+	}
+	if (json_object_get(v, "std") != NULL) {
+		char sect[64];
+
+		snprintf(sect, sizeof(sect), "jitter.%s", key);
+		return num_field(v, sect, "std", 0,
+		    ENGINE_PROFILE_MAX_JITTER_MS, &d->std_ms, err, errlen);
+	}
 	if (pct == NULL)
 		return 0;
 	if (!json_is_object(pct) || json_object_size(pct) < 2 ||
@@ -239,13 +248,19 @@ engine_profile_parse(const char *text, size_t len,
 	pre = json_object_get(root, "prefill");
 	dec = json_object_get(root, "decode");
 	jit = json_object_get(root, "jitter");
-	if (!json_is_object(pre) || !json_is_object(dec) ||
+	if ((pre != NULL && !json_is_object(pre)) ||
+	    (dec != NULL && !json_is_object(dec)) ||
 	    (jit != NULL && !json_is_object(jit))) {
-		say(err, errlen, "latency profile: \"prefill\" and "
-		    "\"decode\" are objects (and \"jitter\", if there)");
+		say(err, errlen, "latency profile: \"prefill\", \"decode\" "
+		    "and \"jitter\" are objects when there");
 		json_decref(root);
 		return TS_EINVAL;
 	}
+	/* a missing section is one of zeros (root owns it) */
+	if (pre == NULL)
+		json_object_set_new(root, "prefill", pre = json_object());
+	if (dec == NULL)
+		json_object_set_new(root, "decode", dec = json_object());
 	v = json_object_get(pre, "shares_step");
 	if (v != NULL && !json_is_boolean(v)) {
 		say(err, errlen, "latency profile: prefill.shares_step is "
@@ -255,26 +270,22 @@ engine_profile_parse(const char *text, size_t len,
 	}
 	shares = v != NULL && json_is_true(v);
 	bad = num_field(pre, "prefill", "base_ms", 0,
-	    ENGINE_PROFILE_MAX_BASE_MS, &l.prefill_base_ms, err, errlen) ||
-	    num_field(pre, "prefill", "per_token_ms", -S, S,
+	    ENGINE_PROFILE_MAX_PREFILL_MS, &l.prefill_base_ms, err, errlen) ||
+	    num_field(pre, "prefill", "per_token_ms", 0, S,
 	    &l.prefill_per_token_ms, err, errlen) ||
-	    num_field(pre, "prefill", "per_token2_ms", -S, S,
+	    num_field(pre, "prefill", "per_token2_ms", 0, S,
 	    &l.prefill_per_token2_ms, err, errlen) ||
 	    num_field(dec, "decode", "base_ms", 0,
-	    ENGINE_PROFILE_MAX_BASE_MS, &l.tpot_ms, err, errlen) ||
-	    num_field(dec, "decode", "per_seq_ms", -S, S,
+	    ENGINE_PROFILE_MAX_STEP_MS, &l.tpot_ms, err, errlen) ||
+	    num_field(dec, "decode", "per_seq_ms", 0, S,
 	    &l.decode_per_seq_ms, err, errlen) ||
-	    num_field(dec, "decode", "per_ctx_token_ms", -S, S,
+	    num_field(dec, "decode", "per_ctx_token_ms", 0, S,
 	    &l.decode_per_ctx_token_ms, err, errlen) ||
-	    num_field(dec, "decode", "load_factor_max", 0,
+	    num_field(dec, "decode", "load_factor_max", 1,
 	    ENGINE_PROFILE_MAX_LOAD_FACTOR, &lf, err, errlen);
-	if (!bad && json_object_get(dec, "load_factor_max") == NULL)
+	if (!bad && (json_object_get(dec, "load_factor_max") == NULL ||
+	    json_is_null(json_object_get(dec, "load_factor_max"))))
 		lf = 1.0;
-	if (!bad && lf < 1.0) {
-		say(err, errlen, "latency profile: decode.load_factor_max is "
-		    "%g, not from 1 to %g", lf, ENGINE_PROFILE_MAX_LOAD_FACTOR);
-		bad = 1;
-	}
 	if (!bad && jit != NULL)
 		bad = dist_parse(jit, "prefill_ms", &l.jitter_prefill, err,
 		    errlen) || dist_parse(jit, "decode_ms", &l.jitter_decode,

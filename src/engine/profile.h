@@ -20,7 +20,8 @@
 #define ENGINE_PROFILE_VERSION 1
 /* Bounds of a profile's fields, ms: a step or a prefill base beyond
  * them is a typo, not a model. */
-#define ENGINE_PROFILE_MAX_BASE_MS 60000.0
+#define ENGINE_PROFILE_MAX_PREFILL_MS 60000.0   /* --prefill-base-ms' */
+#define ENGINE_PROFILE_MAX_STEP_MS 10000.0      /* --tpot-ms' */
 #define ENGINE_PROFILE_MAX_SLOPE_MS 1000.0
 #define ENGINE_PROFILE_MAX_JITTER_MS 60000.0
 #define ENGINE_PROFILE_MAX_LOAD_FACTOR 100.0
@@ -33,10 +34,13 @@
  * per_token2_ms, shares_step}; "decode" {base_ms, per_seq_ms,
  * per_ctx_token_ms, load_factor_max}; "jitter" {prefill_ms, decode_ms},
  * each {"std": ms} or {"percentiles": {"P": ms, ...}}; a missing field is
- * 0 (false, no jitter; load factor 1); "fit" and other unknown keys are
- * ignored. Coefficients may be negative (a fit's), the sums are floored
- * at 0 by the engine; bases are 0..ENGINE_PROFILE_MAX_BASE_MS, slopes
- * within +-ENGINE_PROFILE_MAX_SLOPE_MS. Returns TS_OK, or TS_EINVAL
+ * 0 (false, no jitter; load factor 1), "prefill" and "decode" included;
+ * "fit" and other unknown keys are ignored. The prefill base is
+ * 0..ENGINE_PROFILE_MAX_PREFILL_MS, the decode base
+ * 0..ENGINE_PROFILE_MAX_STEP_MS, slopes 0..ENGINE_PROFILE_MAX_SLOPE_MS
+ * (a longer prompt or a larger batch never makes a pass shorter), the
+ * load factor 1..ENGINE_PROFILE_MAX_LOAD_FACTOR; a jitter has "std" or
+ * "percentiles", not both. Returns TS_OK, or TS_EINVAL
  * with one line in err naming the field (err may be NULL).
  */
 enum ts_err engine_profile_parse(const char *text, size_t len,

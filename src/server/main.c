@@ -212,6 +212,14 @@ main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	/* --log first, so that a refused option's one line reaches the log
+	 * (spawn-fcgi sends stderr to /dev/null; tokstream-ctl prints the
+	 * log's last lines when the responder does not start) */
+	for (i = 1; i + 1 < argc; i++)
+		if (strcmp(argv[i], "--log") == 0 || strcmp(argv[i], "-l") == 0) {
+			(void)open_log(argv[i + 1]);
+			break;
+		}
 	options_parse(&opt, argc, argv);
 	if (opt.log_path != NULL && open_log(opt.log_path) != 0)
 		return 1;

@@ -63,7 +63,7 @@ profile_of() {
 	[ "$(jq -r .prefill.shares_step <<<"$p")" = true ]
 }
 
-@test "tokstream-fcgi refuses a bad profile, an unknown preset and a profile for the llama backend, naming why (exit 2)" {
+@test "tokstream-fcgi refuses a bad profile, an unknown preset and a profile for the llama backend, naming why (exit 2), and tokstream-ctl start shows that line" {
 	f=$BATS_TEST_TMPDIR/p.json
 	echo '{"tokstream_latency_profile":1,"prefill":{},"decode":{"base_ms":-4}}' >"$f"
 	run "$TS_BUILDDIR/src/tokstream-fcgi" --latency-profile "$f"
@@ -82,4 +82,17 @@ profile_of() {
 	run "$TS_BUILDDIR/src/tokstream-fcgi" --backend llama --model /nonexistent --latency-profile "$PROFILE"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"latency-profile"* ]]
+	# through tokstream-ctl, the responder's own line is shown (spawn-fcgi
+	# sends its stderr nowhere; --log gets it first)
+	echo '{"tokstream_latency_profile":1,"decode":{"base_ms":-4}}' >"$f"
+	chmod a+rx "$BATS_TEST_TMPDIR"; chmod a+r "$f"
+	p=$(free_port)
+	run env TOKSTREAM_PORT="$p" TOKSTREAM_RUNDIR="$BATS_TEST_TMPDIR/rd" \
+		TOKSTREAM_BINDIR="$TS_BUILDDIR/src" \
+		TOKSTREAM_SITECONF="$TS_SRCDIR/etc/tokstream-site.conf" \
+		TOKSTREAM_FCGI_ARGS="--latency-profile $f" "$CTL" start
+	TOKSTREAM_PORT="$p" TOKSTREAM_RUNDIR="$BATS_TEST_TMPDIR/rd" "$CTL" stop \
+		>/dev/null 2>&1 || true
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"tokstream-fcgi: --latency-profile $f: latency profile: decode.base_ms is -4"* ]]
 }

@@ -193,6 +193,14 @@ test_rows_stack(void **state)
 	assert_true(fabs(r.jit_decode_std - 0.4) < 0.025);
 	assert_true(has_note(&r, "offset"));
 	fit_rows_free(&rows);
+	/* an offset beyond the data's base: the profile's base is 0 (the
+	 * server refuses a negative one), and the fit says so */
+	o.ttft_offset_ms = 500;
+	model_rows(&t, 1, &rows);
+	assert_int_equal(fit_solve(&rows, &o, &r, err, sizeof(err)), TS_OK);
+	assert_true(r.p0 == 0);
+	assert_true(has_note(&r, "0 in the profile"));
+	fit_rows_free(&rows);
 }
 
 static void

@@ -67,10 +67,11 @@ test_parse_full(void **unused)
 	    1e-9);
 }
 
-/* Missing fields are 0 and the load factor 1; a fitted negative slope
- * is accepted and the model floors its sums at 0. */
+/* Missing fields are 0 and the load factor 1, whole sections included;
+ * a sum is capped at ENGINE_MAX_PASS_MS (a quadratic term over 400,000
+ * tokens must not overflow a deadline). */
 static void
-test_parse_minimal_and_floor(void **unused)
+test_parse_minimal_and_cap(void **unused)
 {
 	struct engine_latency lat;
 	double lf = 0;
@@ -78,15 +79,22 @@ test_parse_minimal_and_floor(void **unused)
 
 	(void)unused;
 	assert_int_equal(parse("{\"tokstream_latency_profile\":1,"
-	    "\"prefill\":{},\"decode\":{\"base_ms\":2,"
-	    "\"per_seq_ms\":-1}}", &lat, &lf, err), TS_OK);
+	    "\"decode\":{\"base_ms\":2,\"load_factor_max\":null}}", &lat,
+	    &lf, err), TS_OK);
 	assert_true(lf == 1);
 	assert_string_equal(lat.name, "profile");
 	assert_true(lat.prefill_base_ms == 0);
 	assert_int_equal(lat.prefill_shares_step, 0);
-	assert_true(engine_decode_ms(&lat, 1, 0) == 1);
-	assert_true(engine_decode_ms(&lat, 5, 0) == 0);
+	assert_true(engine_decode_ms(&lat, 5, 1000) == 2);
 	assert_true(engine_prefill_ms(&lat, 1000) == 0);
+	assert_int_equal(parse("{\"tokstream_latency_profile\":1}", &lat,
+	    &lf, err), TS_OK);
+	assert_true(lat.tpot_ms == 0);
+	assert_int_equal(parse("{\"tokstream_latency_profile\":1,"
+	    "\"prefill\":{\"per_token2_ms\":1000}}", &lat, &lf, err),
+	    TS_OK);
+	assert_true(engine_prefill_ms(&lat, 400000) == ENGINE_MAX_PASS_MS);
+	assert_true(engine_prefill_ms(&lat, 10) == 100000);
 }
 
 /* Each refusal names what is wrong, and leaves the output alone. */
@@ -100,8 +108,17 @@ test_parse_refusals(void **unused)
 		{ "{\"prefill\":{},\"decode\":{}}", "missing" },
 		{ "{\"tokstream_latency_profile\":2,\"prefill\":{},"
 		    "\"decode\":{}}", "version 2" },
-		{ "{\"tokstream_latency_profile\":1,\"decode\":{}}",
+		{ "{\"tokstream_latency_profile\":1,\"prefill\":3}",
 		    "\"prefill\"" },
+		{ "{\"tokstream_latency_profile\":1,\"decode\":"
+		    "{\"per_seq_ms\":-1}}", "decode.per_seq_ms is -1" },
+		{ "{\"tokstream_latency_profile\":1,\"prefill\":"
+		    "{\"per_token_ms\":-0.5}}", "prefill.per_token_ms" },
+		{ "{\"tokstream_latency_profile\":1,\"decode\":"
+		    "{\"base_ms\":20000}}", "not from 0 to 10000" },
+		{ "{\"tokstream_latency_profile\":1,\"jitter\":{"
+		    "\"decode_ms\":{\"std\":1,\"percentiles\":{\"1\":0,"
+		    "\"99\":1}}}}", "one or the other" },
 		{ "{\"tokstream_latency_profile\":1,\"prefill\":{},"
 		    "\"decode\":{\"base_ms\":\"5\"}}", "decode.base_ms" },
 		{ "{\"tokstream_latency_profile\":1,\"prefill\":{},"
@@ -112,7 +129,7 @@ test_parse_refusals(void **unused)
 		    "{\"shares_step\":1},\"decode\":{}}", "shares_step" },
 		{ "{\"tokstream_latency_profile\":1,\"prefill\":{},"
 		    "\"decode\":{\"load_factor_max\":0.5}}",
-		    "load_factor_max" },
+		    "load_factor_max is 0.5, not from 1 to 100" },
 		{ "{\"tokstream_latency_profile\":1,\"prefill\":{},"
 		    "\"decode\":{},\"jitter\":{\"decode_ms\":{\"percentiles\":"
 		    "{\"50\":1}}}}", "2 to" },
@@ -124,7 +141,7 @@ test_parse_refusals(void **unused)
 		    "{\"10\":1,\"p90\":2}}}}", "percentile 0..100" },
 		{ "{\"tokstream_latency_profile\":1,\"prefill\":{},"
 		    "\"decode\":{},\"jitter\":{\"decode_ms\":{\"std\":-1}}}",
-		    "jitter.std" },
+		    "jitter.decode_ms.std is -1" },
 	};
 	struct engine_latency lat;
 	double lf = 7;
@@ -246,7 +263,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_full),
-		cmocka_unit_test(test_parse_minimal_and_floor),
+		cmocka_unit_test(test_parse_minimal_and_cap),
 		cmocka_unit_test(test_parse_refusals),
 		cmocka_unit_test(test_preset_arithmetic),
 		cmocka_unit_test(test_json_round_trip),
