@@ -219,14 +219,30 @@ replay_of_request(const struct trace_request *q, struct replay_rec **out,
 	    (uint64_t)q->prompt_tokens : 0;
 	for (k = 0; k < q->nheaders; k++)
 		replay_rec_header(r, q->headers[k].name, q->headers[k].value);
-	for (k = 0; k < q->nchunks && rc == TS_OK; k++)
+	for (k = 0; k < q->nchunks && rc == TS_OK; k++) {
+		if (k > 0 && q->chunks[k].t_us < q->chunks[k - 1].t_us) {
+			/* the trace's chunk times are non-decreasing */
+			snprintf(errbuf, cap, "chunk %zu's time %lld us is "
+			    "before chunk %zu's (%lld us)", k,
+			    (long long)q->chunks[k].t_us, k - 1,
+			    (long long)q->chunks[k - 1].t_us);
+			replay_rec_free(r);
+			return TS_EINVAL;
+		}
 		rc = replay_rec_chunk(r, q->chunks[k].t_us,
 		    q->chunks[k].bytes, q->chunks[k].len);
+	}
 	if (rc != TS_OK) {
-		snprintf(errbuf, cap, rc == TS_EINVAL ? "chunk %zu has a "
-		    "negative time" : "chunk %zu is over a recording's bounds "
-		    "(%u bytes a chunk, %u bytes in all)", k - 1,
-		    REPLAY_MAX_CHUNK_BYTES, REPLAY_MAX_BYTES);
+		if (rc == TS_EINVAL)
+			snprintf(errbuf, cap, "chunk %zu's time %lld us is "
+			    "not in 0..%lld us (600 s) from the request's "
+			    "start", k - 1, (long long)q->chunks[k - 1].t_us,
+			    REPLAY_MAX_CHUNK_US);
+		else
+			snprintf(errbuf, cap, "chunk %zu is over a "
+			    "recording's bounds (%u bytes a chunk, %u bytes "
+			    "in all)", k - 1, REPLAY_MAX_CHUNK_BYTES,
+			    REPLAY_MAX_BYTES);
 		replay_rec_free(r);
 		return rc;
 	}
@@ -262,12 +278,19 @@ replay_load(const char *path, double speed, struct replay_set **out,
 	for (i = 0; i < t.nrequests && rc == TS_OK; i++) {
 		const struct trace_request *q = &t.requests[i];
 
-		if (q->status < 200 || q->status > 599) {
-			/* 0: no response was recorded (nor a 1xx final) */
+		if (q->status == 0) {
+			/* no response was recorded (a connect error) */
 			(*skipped)++;
 			continue;
 		}
-		rc = replay_of_request(q, &r, why, sizeof(why));
+		if (q->status < 200 || q->status > 599) {
+			/* no final status a server sends: a broken trace */
+			snprintf(why, sizeof(why), "status %ld is not 0 (no "
+			    "response) nor in 200..599", q->status);
+			rc = TS_EINVAL;
+		} else {
+			rc = replay_of_request(q, &r, why, sizeof(why));
+		}
 		if (rc == TS_OK) {
 			rc = replay_set_add(s, q->method, q->path,
 			    (const char *)q->body, q->body_len, r);

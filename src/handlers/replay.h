@@ -32,8 +32,10 @@ struct server;
  * replay_set_free), scheduled at `speed`: every request line with a
  * status becomes a recording; those with status 0 (no response) are
  * skipped and counted in *skipped. TS_OK, or an error with errbuf
- * naming the file and the line (the reader's error, or a recording
- * over the bounds of replay_set.h).
+ * naming the file and the line (the reader's error, a status neither 0
+ * nor in 200..599, chunk times that decrease or pass
+ * REPLAY_MAX_CHUNK_US, or a recording over the bounds of
+ * replay_set.h).
  */
 enum ts_err replay_load(const char *path, double speed,
     struct replay_set **out, uint32_t *skipped, char *errbuf, size_t cap);

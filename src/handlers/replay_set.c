@@ -72,7 +72,7 @@ header_dropped(const char *name)
 {
 	static const char *const drop[] = { "content-length",
 	    "transfer-encoding", "connection", "keep-alive", "date", "server",
-	    "x-request-id" };
+	    "status", "x-request-id" };
 	size_t i;
 
 	if (name[0] == ':' || strncasecmp(name, "access-control-", 15) == 0)
@@ -124,7 +124,7 @@ enum ts_err
 replay_rec_chunk(struct replay_rec *r, int64_t t_us, const void *p,
     size_t len)
 {
-	if (t_us < 0)
+	if (t_us < 0 || t_us > REPLAY_MAX_CHUNK_US)
 		return TS_EINVAL;
 	if (r->nchunks >= REPLAY_MAX_CHUNKS || len > REPLAY_MAX_CHUNK_BYTES ||
 	    r->nbytes + len > REPLAY_MAX_BYTES)
@@ -330,9 +330,11 @@ replay_set_add(struct replay_set *s, const char *method, const char *path,
 	group_add(s, 0, k, len, ri);
 	canon = canonical_json(body, body_len, &clen);
 	if (canon != NULL) {
-		group_add(s, 1, key_make(method, path, canon, clen, &len),
-		    len, ri);
+		/* the key first, then its length: the order in which a
+		 * call's arguments are evaluated is unspecified */
+		k = key_make(method, path, canon, clen, &len);
 		free(canon);
+		group_add(s, 1, k, len, ri);
 	}
 	return TS_OK;
 }

@@ -30,6 +30,10 @@
 #define REPLAY_MAX_HEAD_BYTES 640u
 /* Recordings in one set. */
 #define REPLAY_MAX_RECORDINGS 100000u
+/* The latest a chunk may be recorded, in us from its request's start
+ * (600 s): a later one is a broken trace, and its time times 1000 /
+ * speed must fit an int64_t of ns. */
+#define REPLAY_MAX_CHUNK_US 600000000ll
 
 /* One recorded chunk: the bytes of one read of the body, at t_us after
  * the recorded request's start. */
@@ -65,7 +69,9 @@ void replay_rec_free(struct replay_rec *r);
  * Adds the recorded header (name, value), unless it is one a replay
  * does not repeat: case-insensitively Content-Length, Transfer-Encoding,
  * Connection, Keep-Alive, Date, Server (hop-by-hop and framing: the
- * server that relays the replay frames the body itself), X-Request-Id
+ * server that relays the replay frames the body itself), Status (the
+ * CGI/FastCGI head's status line: the web server would take it for the
+ * response's status over the recorded one), X-Request-Id
  * and Access-Control-* (tokstream sets its own), a name starting with
  * ':' (an HTTP/2 pseudo-header), or a name or value that is not one
  * line of visible bytes. Past REPLAY_MAX_HEAD_BYTES headers are dropped
@@ -75,7 +81,7 @@ void replay_rec_header(struct replay_rec *r, const char *name,
     const char *value);
 
 /* Appends a chunk of (p, len) at t_us (copies). TS_ELIMIT past the
- * bounds above, TS_EINVAL for t_us < 0. */
+ * bounds above, TS_EINVAL for t_us < 0 or over REPLAY_MAX_CHUNK_US. */
 enum ts_err replay_rec_chunk(struct replay_rec *r, int64_t t_us,
     const void *p, size_t len);
 

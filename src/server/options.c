@@ -119,7 +119,8 @@ options_usage(FILE *f)
 "                               record -o TRACE): a request that matches a\n"
 "                               recorded one gets its bytes at its times\n"
 "                               (docs/API.md \"Replay\"; sim backend only)\n"
-"      --replay-speed X         recorded times divided by X, > 0 (default 1)\n"
+"      --replay-speed X         recorded times divided by X, 0.01..1000\n"
+"                               (default 1)\n"
 "      --replay-miss 404|sim    a request to a recorded path that matches no\n"
 "                               recording: 404 replay_miss (default), or\n"
 "                               served by the simulator as without --replay\n"
@@ -372,6 +373,7 @@ options_parse(struct options *o, int argc, char **argv)
 	};
 	char msg[256];
 	const char *profile = NULL;
+	const char *replay_opt = NULL;   /* a --replay-* option given */
 	unsigned knobs = 0;     /* the latency knobs given: KNOB_ bits */
 	int ch;
 
@@ -631,17 +633,24 @@ options_parse(struct options *o, int argc, char **argv)
 			    optarg, 0, INT_MAX);
 			break;
 		case O_REPLAY:
+			if (o->replay_path != NULL) {
+				fprintf(stderr, "tokstream-fcgi: --replay given "
+				    "twice (one trace a server)\n");
+				exit(2);
+			}
 			o->replay_path = optarg;
 			break;
 		case O_RSPEED: {
 			char *end;
 
 			errno = 0;
+			replay_opt = "--replay-speed";
 			o->replay_speed = strtod(optarg, &end);
 			if (errno != 0 || end == optarg || *end != '\0' ||
-			    !(o->replay_speed > 0) || o->replay_speed > 1000) {
+			    !(o->replay_speed >= 0.01) ||
+			    o->replay_speed > 1000) {
 				fprintf(stderr, "tokstream-fcgi: --replay-speed "
-				    "must be a number over 0, at most 1000, not "
+				    "must be a number from 0.01 to 1000, not "
 				    "'%s'\n", optarg);
 				exit(2);
 			}
@@ -655,6 +664,7 @@ options_parse(struct options *o, int argc, char **argv)
 				exit(2);
 			}
 			o->replay_miss_sim = strcmp(optarg, "sim") == 0;
+			replay_opt = "--replay-miss";
 			break;
 		case 'h':
 			options_usage(stdout);
@@ -675,6 +685,11 @@ options_parse(struct options *o, int argc, char **argv)
 	}
 	if (profile != NULL)
 		profile_load(o, profile, knobs);
+	if (o->replay_path == NULL && replay_opt != NULL) {
+		fprintf(stderr, "tokstream-fcgi: %s needs --replay TRACE\n",
+		    replay_opt);
+		exit(2);
+	}
 	if (o->replay_path != NULL && strcmp(o->backend, "sim") != 0) {
 		/* a replay's tokens are the simulator's ids it ignores; a real
 		 * model would compute a whole forward pass per chunk */

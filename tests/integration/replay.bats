@@ -236,4 +236,48 @@ metric() {
 	run "$fcgi" --replay "$REC" --replay-miss maybe -d "$d" --socket "$d/s6"
 	[ "$status" -eq 2 ]
 	[[ $output == *"--replay-miss"* ]]
+	# a second --replay, a speed below 0.01, a --replay-* without
+	# --replay: one line each, exit 2 (timeout: a responder that took
+	# them would serve, not exit)
+	run timeout 20 "$fcgi" --replay "$REC" --replay "$REC" \
+		-d "$d" --socket "$d/s7"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"given twice"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run timeout 20 "$fcgi" --replay "$REC" --replay-speed 1e-9 \
+		-d "$d" --socket "$d/s8"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"--replay-speed"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run timeout 20 "$fcgi" --replay-speed 2 -d "$d" --socket "$d/s9"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"--replay-speed needs --replay"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run timeout 20 "$fcgi" --replay-miss sim -d "$d" --socket "$d/s10"
+	echo "$output"
+	[ "$status" -eq 2 ]
+	[[ $output == *"--replay-miss needs --replay"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	# a chunk time over 600 s and a status out of range: the file and
+	# the line
+	head -n 1 "$REC" >"$d/late.jsonl"
+	head -n 2 "$REC" | tail -n 1 |
+		sed 's/"chunks":\[\[[0-9]*,/"chunks":[[1000000000000000000,/' \
+		>>"$d/late.jsonl"
+	run timeout 20 "$fcgi" --replay "$d/late.jsonl" \
+		-d "$d" --socket "$d/s11"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"--replay $d/late.jsonl:2:"*"600 s"* ]]
+	head -n 1 "$REC" >"$d/status.jsonl"
+	head -n 2 "$REC" | tail -n 1 | sed 's/"status":200/"status":99999/' \
+		>>"$d/status.jsonl"
+	run timeout 20 "$fcgi" --replay "$d/status.jsonl" \
+		-d "$d" --socket "$d/s12"
+	echo "$output"
+	[ "$status" -ne 0 ]
+	[[ $output == *"--replay $d/status.jsonl:2:"*"status 99999"* ]]
 }

@@ -2,8 +2,11 @@
  * test_replay.c - the recordings `--replay` serves and how a request finds
  * one (handlers/replay_set.h): the exact body, the prompt with the
  * settings (canonical JSON), recordings of one key in turn, misses, the
- * headers a replay drops, the bounds of a recording, and the schedule.
+ * headers a replay drops (Status too), the bounds of a recording, what
+ * the loader refuses, and the schedule.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "handlers/replay.h"
 #include "handlers/replay_set.h"
@@ -248,6 +252,156 @@ test_bounds(void **state)
 	replay_rec_free(r);
 }
 
+/* A recorded Status header (any case) is dropped: in a CGI/FastCGI head
+ * it would be the response's status, over the recorded one. */
+static void
+test_status_header_dropped(void **state)
+{
+	struct replay_rec *r = replay_rec_new(200);
+
+	(void)state;
+	replay_rec_header(r, "content-type", "application/json");
+	replay_rec_header(r, "Status", "500 Oops");
+	replay_rec_header(r, "status", "500");
+	replay_rec_header(r, "STATUS", "404 Not Found");
+	replay_rec_header(r, "x-status", "kept");
+	assert_string_equal(r->head, "content-type: application/json\r\n"
+	    "x-status: kept\r\n");
+	assert_int_equal(r->dropped_headers, 3);
+	replay_rec_free(r);
+}
+
+/* Writes lines (each ending in "\n") to a new temporary file, its path
+ * into path (a cap of at least 64). */
+static void
+trace_file(char *path, size_t cap, const char *const *lines, size_t n)
+{
+	const char *dir = getenv("TMPDIR");
+	FILE *f;
+	size_t i;
+	int fd;
+
+	snprintf(path, cap, "%s/test_replay_XXXXXX",
+	    dir != NULL && dir[0] != '\0' ? dir : "/tmp");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s\n", lines[i]);
+	assert_int_equal(fclose(f), 0);
+}
+
+static const char HEAD_LINE[] =
+    "{\"type\":\"header\",\"tokstream_trace\":1}";
+
+/* A recording whose body is spaced JSON is found by a compact body (and
+ * any other spacing or key order) through its canonical key: the
+ * recording's canonical key is made from its parsed body. */
+static void
+test_spaced_recording_canonical(void **state)
+{
+	static const char *const lines[] = { HEAD_LINE,
+	    "{\"type\":\"request\",\"i\":0,\"start_us\":0,\"end_us\":10,"
+	    "\"method\":\"POST\",\"path\":\"/v1/chat/completions\","
+	    "\"body\":\"{\\\"tag\\\": \\\"x\\\", \\\"n\\\": 1}\","
+	    "\"status\":200,\"headers\":[],\"chunks\":[[5,\"X\"]]}" };
+	static const char *const bodies[] = { "{\"tag\":\"x\",\"n\":1}",
+	    "{\"n\":1,\"tag\":\"x\"}", "{ \"n\" : 1 , \"tag\" : \"x\" }" };
+	char path[256], err[512];
+	struct replay_set *s;
+	enum replay_how how;
+	uint32_t skipped;
+	size_t i;
+
+	(void)state;
+	trace_file(path, sizeof(path), lines, NELEM(lines));
+	if (replay_load(path, 1.0, &s, &skipped, err, sizeof(err)) != TS_OK)
+		fail_msg("%s", err);
+	unlink(path);
+	for (i = 0; i < NELEM(bodies); i++) {
+		assert_string_equal(tag_of(replay_set_match(s, "POST", CHAT,
+		    bodies[i], strlen(bodies[i]), &how)), "X");
+		assert_int_equal(how, REPLAY_CANONICAL);
+	}
+	assert_string_equal(tag_of(replay_set_match(s, "POST", CHAT,
+	    T("{\"tag\": \"x\", \"n\": 1}"), &how)), "X");
+	assert_int_equal(how, REPLAY_EXACT);
+	replay_set_free(s);
+	/* the same in the set alone */
+	s = replay_set_new();
+	assert_int_equal(replay_set_add(s, "POST", CHAT,
+	    T("{\"tag\": \"x\"}"), rec_of(200, "Y")), TS_OK);
+	assert_string_equal(tag_of(replay_set_match(s, "POST", CHAT,
+	    T("{\"tag\":\"x\"}"), &how)), "Y");
+	assert_int_equal(how, REPLAY_CANONICAL);
+	replay_set_free(s);
+}
+
+/*
+ * The loader refuses, naming the file and the request's line: a chunk
+ * time over 600 s from the request's start, chunk times that decrease,
+ * and a status neither 0 (no response, skipped) nor in 200..599.
+ */
+static void
+test_load_refusals(void **state)
+{
+#define REQ(status, chunks) "{\"type\":\"request\",\"i\":1,\"start_us\":0," \
+    "\"end_us\":10,\"method\":\"POST\",\"path\":\"/v1/completions\"," \
+    "\"body\":\"{}\",\"status\":" status ",\"headers\":[],\"chunks\":" \
+    chunks "}"
+	static const char OK[] = REQ("200", "[[1,\"a\"],[1,\"b\"],[600000000,"
+	    "\"c\"]]");
+	static const struct {
+		const char *bad;
+		const char *says;
+	} cases[] = {
+		{ REQ("200", "[[1,\"a\"],[600000001,\"b\"]]"), "600 s" },
+		{ REQ("200", "[[1,\"a\"],[1000000000000000000,\"b\"]]"),
+		    "600 s" },
+		{ REQ("200", "[[5,\"a\"],[4,\"b\"]]"), "before chunk 0's" },
+		{ REQ("99999", "[[1,\"a\"]]"), "status 99999" },
+		{ REQ("101", "[[1,\"a\"]]"), "status 101" },
+		{ REQ("600", "[[1,\"a\"]]"), "status 600" },
+		{ REQ("199", "[]"), "status 199" },
+	};
+	char path[256], err[512], want[300];
+	const char *lines[4];
+	struct replay_set *s;
+	struct replay_stats st;
+	uint32_t skipped;
+	size_t i;
+
+	(void)state;
+	lines[0] = HEAD_LINE;
+	lines[1] = OK;
+	lines[2] = REQ("0", "[]");
+	/* the good ones load: status 0 is skipped and counted */
+	trace_file(path, sizeof(path), lines, 3);
+	if (replay_load(path, 1.0, &s, &skipped, err, sizeof(err)) != TS_OK)
+		fail_msg("%s", err);
+	unlink(path);
+	assert_int_equal(skipped, 1);
+	replay_set_stats(s, &st);
+	assert_int_equal(st.recordings, 1);
+	replay_set_free(s);
+	for (i = 0; i < NELEM(cases); i++) {
+		lines[2] = cases[i].bad;
+		lines[3] = OK;
+		trace_file(path, sizeof(path), lines, 4);
+		assert_int_not_equal(replay_load(path, 1.0, &s, &skipped, err,
+		    sizeof(err)), TS_OK);
+		unlink(path);
+		assert_null(s);
+		/* the header is line 1: the bad request is line 3 */
+		snprintf(want, sizeof(want), "%s:3: ", path);
+		if (strstr(err, want) == NULL ||
+		    strstr(err, cases[i].says) == NULL)
+			fail_msg("case %zu: %s", i, err);
+	}
+#undef REQ
+}
+
 /* The schedule: t_us x 1000 / speed, never before the chunk before. */
 static void
 test_schedule(void **state)
@@ -348,6 +502,9 @@ main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_schedule),
 		cmocka_unit_test(test_recorded_trace),
+		cmocka_unit_test(test_status_header_dropped),
+		cmocka_unit_test(test_spaced_recording_canonical),
+		cmocka_unit_test(test_load_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
