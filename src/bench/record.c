@@ -114,9 +114,11 @@ record_place(struct record *r, uint64_t seq, char *p, size_t len)
 
 	if (need > r->npend) {
 		if (r->head + need > r->pend_cap) {
-			/* slide to the front, then grow */
-			memmove(r->pend, r->pend + r->head,
-			    r->npend * sizeof(*r->pend));
+			/* slide to the front, then grow (nothing to slide
+			 * before the first line: pend is NULL then) */
+			if (r->npend > 0)
+				memmove(r->pend, r->pend + r->head,
+				    r->npend * sizeof(*r->pend));
 			r->head = 0;
 			if (need > r->pend_cap) {
 				r->pend_cap = need * 2 > 64 ? need * 2 : 64;
