@@ -1,7 +1,7 @@
 # Sourced by scripts/check, scripts/repeat and scripts/run-lab: installs the Debian 12
 # packages tokstream needs, and only those that are missing.
 TOKSTREAM_PACKAGES="gcc make autoconf automake pkgconf libfcgi-dev \
-libjansson-dev libcurl4-openssl-dev libcmocka-dev lighttpd spawn-fcgi bats \
+libjansson-dev libpcre2-dev libcurl4-openssl-dev libcmocka-dev lighttpd spawn-fcgi bats \
 curl jq clang libclang-rt-14-dev valgrind git procps"
 
 # What only the tests need: Debian's chromium, the headless browser of

@@ -11,11 +11,14 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "model/tokenizer.h"
+#include "model/tok_int.h"
 
 #include "text/utf8.h"
 
 #include <errno.h>
 #include <math.h>
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,21 +29,9 @@
 #define TOKENIZER_MIN_SCORE -1e10f
 #define TOKENIZER_MAX_FILE (1u << 30)
 
-struct tokenizer {
-	uint32_t vocab_size;
-	uint32_t max_token_length;
-	float *scores;               /* [vocab] */
-	uint32_t *off, *len;         /* raw piece of id: blob + off, len */
-	char *blob;
-	uint32_t *doff, *dlen;       /* decoded text of id: dblob + doff */
-	char *dblob;
-	uint32_t *slots;             /* hash of pieces: id + 1, 0 = empty */
-	uint32_t mask;               /* slots - 1 (a power of two) */
-	uint32_t space_id;           /* the dummy prefix's token */
-};
 
-static uint64_t
-hash_bytes(const void *p, size_t n)
+uint64_t
+tok_hash_bytes(const void *p, size_t n)
 {
 	const unsigned char *b = p;
 	uint64_t h = 0xcbf29ce484222325ULL;   /* FNV-1a 64 */
@@ -53,11 +44,10 @@ hash_bytes(const void *p, size_t n)
 	return h ^ (h >> 29);
 }
 
-/* The lowest id whose piece is (s, n), or -1. */
-static int64_t
-lookup(const struct tokenizer *t, const char *s, size_t n)
+int64_t
+tok_lookup(const struct tokenizer *t, const char *s, size_t n)
 {
-	uint32_t i = (uint32_t)hash_bytes(s, n) & t->mask;
+	uint32_t i = (uint32_t)tok_hash_bytes(s, n) & t->mask;
 
 	for (;; i = (i + 1) & t->mask) {
 		uint32_t v = t->slots[i];
@@ -70,10 +60,25 @@ lookup(const struct tokenizer *t, const char *s, size_t n)
 	}
 }
 
-/* The byte a piece "<0xHH>" stands for, or -1 (strict: six characters,
- * two hex digits of either case). */
-static int
-byte_piece(const char *s, size_t n)
+void
+tok_hash_add(struct tokenizer *t, uint32_t id)
+{
+	const char *s = t->blob + t->off[id];
+	size_t n = t->len[id];
+	uint32_t h;
+
+	/* the first id of a piece wins, as a linear search would */
+	if (tok_lookup(t, s, n) >= 0)
+		return;
+	for (h = (uint32_t)tok_hash_bytes(s, n) & t->mask; t->slots[h] != 0;
+	    h = (h + 1) & t->mask)
+		;
+	t->slots[h] = id + 1;
+}
+
+/* Strict: six characters, two hex digits of either case. */
+int
+tok_byte_piece(const char *s, size_t n)
 {
 	int v = 0, i;
 
@@ -116,6 +121,8 @@ get_f32(const unsigned char *p)
 void
 tokenizer_free(struct tokenizer *t)
 {
+	unsigned i;
+
 	if (t == NULL)
 		return;
 	free(t->scores);
@@ -126,6 +133,13 @@ tokenizer_free(struct tokenizer *t)
 	free(t->dlen);
 	free(t->dblob);
 	free(t->slots);
+	free(t->type);
+	free(t->pair_key);
+	free(t->pair_rank);
+	free(t->pair_id);
+	free(t->added);
+	for (i = 0; i < t->nre; i++)
+		pcre2_code_free(t->re[i]);
 	free(t);
 }
 
@@ -221,12 +235,23 @@ tokenizer_load(struct tokenizer **out, const void *data, size_t len,
 		;
 	t->slots = xcalloc(nslots, sizeof(*t->slots));
 	t->mask = nslots - 1;
+	t->legacy = 1;
+	t->kind = TOKENIZER_SPM;
+	t->type = xmalloc(vocab_size);
+	memset(t->type, TOKENIZER_TYPE_NORMAL, vocab_size);
+	t->type[0] = TOKENIZER_TYPE_UNKNOWN;
+	t->type[MODEL_TOKEN_BOS] = TOKENIZER_TYPE_CONTROL;
+	t->type[MODEL_TOKEN_EOS] = TOKENIZER_TYPE_CONTROL;
+	t->bos = MODEL_TOKEN_BOS;
+	t->eos = MODEL_TOKEN_EOS;
+	t->unk = 0;
+	t->pad = TOKENIZER_NONE;
+	t->add_bos = 1;
 
 	bytes = 0;
 	for (off = 4, i = 0; i < vocab_size; i++) {
 		uint32_t n = (uint32_t)get_i32(p + off + 4);
 		const char *s = (const char *)p + off + 8;
-		uint32_t h;
 		int b;
 
 		t->scores[i] = get_f32(p + off);
@@ -238,7 +263,7 @@ tokenizer_load(struct tokenizer **out, const void *data, size_t len,
 
 		/* decoded text: a byte token is its byte, specials are "" */
 		t->doff[i] = (uint32_t)dbytes;
-		b = byte_piece(s, n);
+		b = tok_byte_piece(s, n);
 		if (i <= MODEL_TOKEN_EOS) {
 			t->dlen[i] = 0;
 		} else if (b >= 0) {
@@ -250,18 +275,12 @@ tokenizer_load(struct tokenizer **out, const void *data, size_t len,
 			t->dlen[i] = n;
 		}
 
-		/* the first id of a piece wins, as a linear search would */
-		if (lookup(t, s, n) < 0) {
-			for (h = (uint32_t)hash_bytes(s, n) & t->mask;
-			    t->slots[h] != 0; h = (h + 1) & t->mask)
-				;
-			t->slots[h] = i + 1;
-		}
+		tok_hash_add(t, i);
 	}
 	for (i = 0; i < 256; i++) {
 		uint32_t id = TOKENIZER_BYTE0 + i;
 
-		if (byte_piece(t->blob + t->off[id], t->len[id]) != (int)i) {
+		if (tok_byte_piece(t->blob + t->off[id], t->len[id]) != (int)i) {
 			snprintf(err, errlen, "token %u is \"%.*s\", not the "
 			    "byte token <0x%02X> that byte fallback needs at "
 			    "ids 3..258", id, (int)(t->len[id] > 16 ? 16 :
@@ -269,9 +288,11 @@ tokenizer_load(struct tokenizer **out, const void *data, size_t len,
 			tokenizer_free(t);
 			return TS_EFORMAT;
 		}
+		t->type[id] = TOKENIZER_TYPE_BYTE;
+		t->byte_id[i] = id;
 	}
 	{
-		int64_t sp = lookup(t, " ", 1);
+		int64_t sp = tok_lookup(t, " ", 1);
 
 		t->space_id = sp >= 0 ? (uint32_t)sp : TOKENIZER_BYTE0 + ' ';
 	}
@@ -356,6 +377,50 @@ tokenizer_piece(const struct tokenizer *t, uint32_t id, size_t *len)
 	return t->blob + t->off[id];
 }
 
+int
+tokenizer_kind(const struct tokenizer *t)
+{
+	return t->kind;
+}
+
+uint32_t
+tokenizer_bos(const struct tokenizer *t)
+{
+	return t->bos;
+}
+
+uint32_t
+tokenizer_eos(const struct tokenizer *t)
+{
+	return t->eos;
+}
+
+int
+tokenizer_add_bos(const struct tokenizer *t)
+{
+	return t->add_bos;
+}
+
+int
+tokenizer_add_eos(const struct tokenizer *t)
+{
+	return t->add_eos;
+}
+
+uint32_t
+tokenizer_token_id(const struct tokenizer *t, const char *text, size_t len)
+{
+	int64_t id = tok_lookup(t, text, len);
+
+	return id < 0 ? TOKENIZER_NONE : (uint32_t)id;
+}
+
+int
+tokenizer_token_type(const struct tokenizer *t, uint32_t id)
+{
+	return id < t->vocab_size ? t->type[id] : 0;
+}
+
 const char *
 tokenizer_decode(const struct tokenizer *t, uint32_t prev_id, uint32_t id,
     size_t *len)
@@ -369,7 +434,8 @@ tokenizer_decode(const struct tokenizer *t, uint32_t prev_id, uint32_t id,
 	}
 	s = t->dblob + t->doff[id];
 	n = t->dlen[id];
-	if (prev_id == MODEL_TOKEN_BOS && n > 0 && s[0] == ' ') {
+	if (prev_id == t->bos && t->kind == TOKENIZER_SPM && n > 0 &&
+	    s[0] == ' ') {
 		s++;
 		n--;
 	}
@@ -379,21 +445,20 @@ tokenizer_decode(const struct tokenizer *t, uint32_t prev_id, uint32_t id,
 
 /* ---- encoding ----------------------------------------------------------- */
 
-/* A symbol of the text being merged: a token in a linked list. */
-struct tok_sym {
-	uint32_t id;
-	int32_t prev, next;          /* -1 at the ends */
-	uint32_t ver;                /* bumped when id changes */
-	int alive;
-};
-
-/* A possible merge of symbols left and right into id. */
+/* A possible merge of symbols left and right into id: prio is the score,
+ * or minus the merge rank. */
 struct tok_cand {
-	float score;
+	double prio;
 	int32_t left, right;
 	uint32_t id;
 	uint32_t lver, rver;
 };
+
+size_t
+tok_cand_size(void)
+{
+	return sizeof(struct tok_cand);
+}
 
 struct tok_heap {
 	struct tok_cand *a;
@@ -404,8 +469,8 @@ struct tok_heap {
 static int
 cand_before(const struct tok_cand *x, const struct tok_cand *y)
 {
-	if (x->score != y->score)
-		return x->score > y->score;
+	if (x->prio != y->prio)
+		return x->prio > y->prio;
 	return x->left < y->left;
 }
 
@@ -450,8 +515,28 @@ heap_pop(struct tok_heap *h, struct tok_cand *out)
 		h->a[i] = last;
 }
 
-/* Pushes the merge of symbols a and its successor, if the vocabulary has
- * their concatenation. buf holds 2 x max_token_length bytes. */
+int
+tok_pair_find(const struct tokenizer *t, uint32_t l, uint32_t r,
+    uint32_t *rank, uint32_t *id)
+{
+	uint64_t key = (uint64_t)l << 32 | r;
+	uint32_t i;
+
+	if (t->pair_key == NULL)
+		return 0;
+	for (i = (uint32_t)tok_hash_bytes(&key, sizeof(key)) & t->pair_mask;
+	    t->pair_key[i] != UINT64_MAX; i = (i + 1) & t->pair_mask) {
+		if (t->pair_key[i] == key) {
+			*rank = t->pair_rank[i];
+			*id = t->pair_id[i];
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Pushes the merge of symbols a and its successor, if there is one. buf
+ * holds 2 x max_token_length bytes. */
 static void
 push_pair(const struct tokenizer *t, const struct tok_sym *s, int32_t a,
     char *buf, struct tok_heap *h)
@@ -464,75 +549,46 @@ push_pair(const struct tokenizer *t, const struct tok_sym *s, int32_t a,
 	if (a < 0 || s[a].next < 0)
 		return;
 	b = s[a].next;
-	la = t->len[s[a].id];
-	lb = t->len[s[b].id];
-	memcpy(buf, t->blob + t->off[s[a].id], la);
-	memcpy(buf + la, t->blob + t->off[s[b].id], lb);
-	id = lookup(t, buf, (size_t)la + lb);
-	if (id < 0 || !(t->scores[id] > TOKENIZER_MIN_SCORE))
-		return;
-	c.score = t->scores[id];
+	if (t->by_rank) {
+		uint32_t rank, rid;
+
+		if (!tok_pair_find(t, s[a].id, s[b].id, &rank, &rid))
+			return;
+		c.prio = -(double)rank;
+		c.id = rid;
+	} else {
+		la = t->len[s[a].id];
+		lb = t->len[s[b].id];
+		memcpy(buf, t->blob + t->off[s[a].id], la);
+		memcpy(buf + la, t->blob + t->off[s[b].id], lb);
+		id = tok_lookup(t, buf, (size_t)la + lb);
+		if (id < 0 || !(t->scores[id] > TOKENIZER_MIN_SCORE))
+			return;
+		/* a model vocabulary merges into text pieces only
+		 * (sentencepiece: normal and user-defined) */
+		if (!t->legacy && t->type[id] != TOKENIZER_TYPE_NORMAL &&
+		    t->type[id] != TOKENIZER_TYPE_USER_DEFINED)
+			return;
+		c.prio = t->scores[id];
+		c.id = (uint32_t)id;
+	}
 	c.left = a;
 	c.right = b;
-	c.id = (uint32_t)id;
 	c.lver = s[a].ver;
 	c.rver = s[b].ver;
 	heap_push(h, &c);
 }
 
-enum ts_err
-tokenizer_encode(const struct tokenizer *t, const char *text, size_t len,
-    int bos, int eos, uint32_t **ids, size_t *n)
+void
+tok_merge(const struct tokenizer *t, struct tok_sym *s, size_t ns,
+    struct tok_cand *heap, char *buf)
 {
-	struct tok_sym *s;
 	struct tok_heap h;
 	struct tok_cand c;
-	uint32_t *out;
-	char *buf;
-	size_t ns = 0, i, k = 0;
-	int32_t j;
+	size_t i;
 
-	*ids = NULL;
-	*n = 0;
-	if (len > SIZE_MAX / 8 - 4)
-		return TS_ELIMIT;
-	s = xmalloc((len + 1) * sizeof(*s));
-	h.a = xmalloc((3 * len + 3) * sizeof(*h.a));
+	h.a = heap;
 	h.n = 0;
-	buf = xmalloc(2 * (size_t)t->max_token_length);
-	out = xmalloc((len + 3) * sizeof(*out));
-
-	/* the dummy prefix, then each UTF-8 character (a lead byte and up
-	 * to three continuation bytes, as run.c groups them) */
-	if (len > 0) {
-		s[ns].id = t->space_id;
-		ns++;
-	}
-	for (i = 0; i < len;) {
-		size_t start = i;
-		int64_t id;
-
-		i++;
-		while (i < len && ((unsigned char)text[i] & 0xC0) == 0x80 &&
-		    i - start < 4)
-			i++;
-		id = lookup(t, text + start, i - start);
-		if (id >= 0) {
-			s[ns++].id = (uint32_t)id;
-			continue;
-		}
-		for (; start < i; start++)
-			s[ns++].id = TOKENIZER_BYTE0 +
-			    (unsigned char)text[start];
-	}
-	for (i = 0; i < ns; i++) {
-		s[i].prev = (int32_t)i - 1;
-		s[i].next = i + 1 < ns ? (int32_t)i + 1 : -1;
-		s[i].ver = 0;
-		s[i].alive = 1;
-	}
-
-	/* BPE: the best-scoring adjacent merge first, leftmost on ties */
 	for (i = 0; i + 1 < ns; i++)
 		push_pair(t, s, (int32_t)i, buf, &h);
 	while (h.n > 0) {
@@ -553,6 +609,62 @@ tokenizer_encode(const struct tokenizer *t, const char *text, size_t len,
 		push_pair(t, s, s[a].prev, buf, &h);
 		push_pair(t, s, a, buf, &h);
 	}
+}
+
+enum ts_err
+tokenizer_encode(const struct tokenizer *t, const char *text, size_t len,
+    int bos, int eos, uint32_t **ids, size_t *n)
+{
+	struct tok_sym *s;
+	struct tok_cand *heap;
+	uint32_t *out;
+	char *buf;
+	size_t ns = 0, i, k = 0;
+	int32_t j;
+
+	*ids = NULL;
+	*n = 0;
+	if (len > SIZE_MAX / 64 - 64)
+		return TS_ELIMIT;
+	if (!t->legacy)
+		return tok_encode_model(t, text, len, bos, eos, ids, n);
+	s = xmalloc((len + 1) * sizeof(*s));
+	heap = xmalloc((3 * len + 3) * sizeof(*heap));
+	buf = xmalloc(2 * (size_t)t->max_token_length);
+	out = xmalloc((len + 3) * sizeof(*out));
+
+	/* the dummy prefix, then each UTF-8 character (a lead byte and up
+	 * to three continuation bytes, as run.c groups them) */
+	if (len > 0) {
+		s[ns].id = t->space_id;
+		ns++;
+	}
+	for (i = 0; i < len;) {
+		size_t start = i;
+		int64_t id;
+
+		i++;
+		while (i < len && ((unsigned char)text[i] & 0xC0) == 0x80 &&
+		    i - start < 4)
+			i++;
+		id = tok_lookup(t, text + start, i - start);
+		if (id >= 0) {
+			s[ns++].id = (uint32_t)id;
+			continue;
+		}
+		for (; start < i; start++)
+			s[ns++].id = TOKENIZER_BYTE0 +
+			    (unsigned char)text[start];
+	}
+	for (i = 0; i < ns; i++) {
+		s[i].prev = (int32_t)i - 1;
+		s[i].next = i + 1 < ns ? (int32_t)i + 1 : -1;
+		s[i].ver = 0;
+		s[i].alive = 1;
+	}
+
+	/* BPE: the best-scoring adjacent merge first, leftmost on ties */
+	tok_merge(t, s, ns, heap, buf);
 
 	if (bos)
 		out[k++] = MODEL_TOKEN_BOS;
@@ -561,7 +673,7 @@ tokenizer_encode(const struct tokenizer *t, const char *text, size_t len,
 	if (eos)
 		out[k++] = MODEL_TOKEN_EOS;
 	free(s);
-	free(h.a);
+	free(heap);
 	free(buf);
 	*ids = out;
 	*n = k;
