@@ -172,8 +172,12 @@ spm_segment(struct tok_work *w, const char *s, size_t n, size_t at)
 	char *p = w->scratch;
 	size_t m = 0, i, start;
 
-	if (t->prepend == TOK_PREPEND_ALWAYS ||
-	    (t->prepend == TOK_PREPEND_FIRST && at == 0)) {
+	/* Metaspace (pre_tokenizers/metaspace.rs) adds none to a segment
+	 * that starts with one already; Prepend always does */
+	if ((t->prepend == TOK_PREPEND_ALWAYS ||
+	    (t->prepend == TOK_PREPEND_FIRST && at == 0)) &&
+	    !(t->prepend_meta && (s[0] == ' ' || (n >= 3 &&
+	    memcmp(s, ws, 3) == 0)))) {
 		memcpy(p, ws, 3);
 		m = 3;
 	}

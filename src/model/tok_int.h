@@ -43,6 +43,7 @@ struct tokenizer {
 	int by_rank;                 /* merges from the pair table */
 	int ignore_merges;           /* BPE: a word in the vocab is a token */
 	int prepend;                 /* SPM: enum tok_prepend */
+	int prepend_meta;            /* SPM: not when it starts with one */
 	int split_ws;                /* SPM: words start at each U+2581 */
 	uint32_t byte_id[256];       /* SPM: <0xHH>; BPE: byte's character */
 	/* merges by rank: (left, right) -> rank, result */
@@ -65,6 +66,7 @@ struct tok_opts {
 	int ignore_merges;
 	int by_rank;                 /* SPM: merges (rank order), no scores */
 	int prepend;                 /* SPM: enum tok_prepend */
+	int prepend_meta;            /* Metaspace: not before a U+2581 */
 	int split_ws;
 	const uint8_t *added;        /* [n]: 1 = split out of the text;
 	                              * NULL: types unknown/control/user */

@@ -155,6 +155,7 @@ pre_tokenizer(struct jload *j, json_t *p)
 			REFUSE("pre_tokenizer Metaspace with a replacement "
 			    "other than \"\xE2\x96\x81\" is not supported");
 		j->metaspace = 1;
+		j->o.prepend_meta = 1;
 		if (scheme == NULL)
 			j->o.prepend = json_is_false(json_object_get(p,
 			    "add_prefix_space")) ? TOK_PREPEND_NONE :

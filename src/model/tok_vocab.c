@@ -505,6 +505,7 @@ tok_build(struct tokenizer **out, const struct tokenizer_vocab *v,
 	t->by_rank = v->kind == TOKENIZER_BPE || o->by_rank;
 	t->ignore_merges = o->ignore_merges;
 	t->prepend = o->prepend;
+	t->prepend_meta = o->prepend_meta;
 	t->split_ws = o->split_ws;
 	t->space_id = TOKENIZER_NONE;
 
