@@ -240,7 +240,7 @@ static void
 bpe_split(struct tok_work *w, unsigned k, const char *s, size_t n)
 {
 	const struct tokenizer *t = w->t;
-	PCRE2_SIZE at = 0, last = 0, *ov;
+	PCRE2_SIZE at = 0, last = 0, ms, me, *ov;
 
 	if (k >= t->nre) {
 		bpe_word(w, s, n);
@@ -256,19 +256,22 @@ bpe_split(struct tok_work *w, unsigned k, const char *s, size_t n)
 			w->failed = 1;
 			return;
 		}
+		/* the match data is shared with the deeper regexes: copy */
 		ov = pcre2_get_ovector_pointer(w->md);
-		if (ov[1] == ov[0]) {
+		ms = ov[0];
+		me = ov[1];
+		if (me <= ms) {
 			/* an empty match: on to the next character */
-			size_t cl = utf8_char((const unsigned char *)s + ov[0],
-			    n - ov[0]);
+			size_t cl = ms < n ? utf8_char((const unsigned char *)s +
+			    ms, n - ms) : 1;
 
-			at = ov[0] + (cl ? cl : 1);
+			at = ms + (cl ? cl : 1);
 			continue;
 		}
-		if (ov[0] > last)
-			bpe_split(w, k + 1, s + last, ov[0] - last);
-		bpe_split(w, k + 1, s + ov[0], ov[1] - ov[0]);
-		last = at = ov[1];
+		if (ms > last)
+			bpe_split(w, k + 1, s + last, ms - last);
+		bpe_split(w, k + 1, s + ms, me - ms);
+		last = at = me;
 	}
 	if (last < n && !w->failed)
 		bpe_split(w, k + 1, s + last, n - last);

@@ -134,6 +134,12 @@ pre_tokenizer(struct jload *j, json_t *p)
 			    "not inverted, is not supported");
 		return add_regex(j, re);
 	}
+	if (strcmp(ty, "Digits") == 0) {
+		/* runs of digits, or each digit, alone (pre_tokenizers/
+		 * digits.rs: char::is_numeric, the categories of \p{N}) */
+		return add_regex(j, json_is_true(json_object_get(p,
+		    "individual_digits")) ? "\\p{N}" : "\\p{N}+");
+	}
 	if (strcmp(ty, "ByteLevel") == 0) {
 		json_t *ur = json_object_get(p, "use_regex");
 

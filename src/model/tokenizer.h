@@ -187,7 +187,7 @@ enum ts_err tokenizer_from_vocab(struct tokenizer **out,
  * rstrip take ASCII whitespace); normalizer null, Prepend("▁"),
  * Replace(" " -> "▁") or a Sequence of them; pre_tokenizer null,
  * ByteLevel (add_prefix_space false; use_regex: GPT-2's regex), Split
- * (Regex, Isolated, not inverted), Metaspace ("▁", prepend_scheme
+ * (Regex, Isolated, not inverted), Digits, Metaspace ("▁", prepend_scheme
  * always/first/never, split) or a Sequence of them; post_processor
  * TemplateProcessing (its leading special token is the BOS it adds),
  * ByteLevel, or a Sequence; decoders ByteLevel, Replace, ByteFallback,

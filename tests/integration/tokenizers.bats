@@ -8,19 +8,23 @@
 # special-token text, the empty string, a lone U+2581), and tokstream's
 # stream decode must give the text back. The tokenizer files are the
 # project's own, made by tests/node/tok-train.mjs: byte-level BPE with
-# Llama 3's pre-tokenizer and ignore_merges, byte-level BPE with GPT-2's,
-# and SentencePiece-style BPE as Llama 2's (normalizers) and Mistral's
-# (Metaspace) tokenizer.json.
+# Llama 3's pre-tokenizer and ignore_merges, with GPT-2's, Qwen 2's and
+# SmolLM's, and SentencePiece-style BPE as Llama 2's (normalizers) and
+# Mistral's (Metaspace) tokenizer.json. The byte-level ones are checked
+# a second time built as from GGUF metadata (tok_encode --gguf PRE).
 
 load helpers
 
 DATA=$TS_SRCDIR/tests/data/tokenizers
 DRIVER=$TS_BUILDDIR/tests/tok_encode
 
+# crosscheck [--gguf PRE] FILE
 crosscheck() {
+	local gguf=()
+	[ "$1" = --gguf ] && gguf=(--gguf "$2") && shift 2
 	need_node @huggingface/tokenizers
 	run timeout 120 node "$TS_SRCDIR/tests/node/tok-crosscheck.mjs" \
-		"$DRIVER" "$DATA/$1" "$DATA/corpus.jsonl"
+		"${gguf[@]}" "$DRIVER" "$DATA/$1" "$DATA/corpus.jsonl"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"ok 61 lines"* ]]
@@ -32,6 +36,33 @@ crosscheck() {
 
 @test "byte-level BPE, GPT-2 regex (ByteLevel use_regex), merges as pairs: ids as tokenizers.js, decode gives the text back" {
 	crosscheck gpt2-bpe.json
+}
+
+@test "byte-level BPE, Qwen 2's Split regex (single digits), no BOS: ids as tokenizers.js, decode gives the text back" {
+	crosscheck qwen2-bpe.json
+}
+
+@test "byte-level BPE, SmolLM's Digits then GPT-2's regex (two splits in turn): ids as tokenizers.js, decode gives the text back" {
+	crosscheck smollm-bpe.json
+}
+
+@test "the same vocabularies built as from GGUF metadata (tokenizer_from_vocab, tokenizer.ggml.pre llama-bpe, gpt2, qwen2, smollm): ids as tokenizers.js" {
+	crosscheck --gguf llama-bpe llama3-bpe.json
+	crosscheck --gguf gpt2 gpt2-bpe.json
+	crosscheck --gguf qwen2 qwen2-bpe.json
+	crosscheck --gguf smollm smollm-bpe.json
+}
+
+@test "a GGUF pre-tokenizer name that is not the file's gives other ids (the names are not all one regex)" {
+	need_node @huggingface/tokenizers
+	run timeout 120 node "$TS_SRCDIR/tests/node/tok-crosscheck.mjs" \
+		--gguf gpt2 "$DRIVER" "$DATA/llama3-bpe.json" "$DATA/corpus.jsonl"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"ids differ"* ]]
+	run "$DRIVER" --gguf llama-4-nonesuch "$DATA/llama3-bpe.json" "$DATA/corpus.jsonl"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *'unknown pre-tokenizer "llama-4-nonesuch"'* ]]
 }
 
 @test "SentencePiece-style BPE (Prepend/Replace normalizers, byte fallback): ids as tokenizers.js, decode gives the text back" {
@@ -62,7 +93,8 @@ crosscheck() {
 	command -v node >/dev/null || skip "no node"
 	run node "$TS_SRCDIR/tests/node/tok-train.mjs" "$BATS_TEST_TMPDIR/gen"
 	[ "$status" -eq 0 ]
-	for f in llama3-bpe.json gpt2-bpe.json spm-bpe.json spm-meta.json; do
+	for f in llama3-bpe.json gpt2-bpe.json qwen2-bpe.json smollm-bpe.json \
+		spm-bpe.json spm-meta.json; do
 		cmp "$DATA/$f" "$BATS_TEST_TMPDIR/gen/$f"
 	done
 }

@@ -2,11 +2,12 @@
 // tokenizers.js (@huggingface/tokenizers, an independent implementation
 // of the Rust tokenizers library's tokenizer.json semantics).
 //
-//   node tok-crosscheck.mjs DRIVER TOKENIZER.json CORPUS.jsonl
+//   node tok-crosscheck.mjs [--gguf PRE] DRIVER TOKENIZER.json CORPUS.jsonl
 //
 // DRIVER is tests/tok_encode: it prints, per corpus line, the ids of
 // tokstream's encode (BOS as the file's post_processor says) and the text
-// its stream decode gives back. Checks, for every line:
+// its stream decode gives back; with --gguf PRE, of the same vocabulary
+// built as from GGUF metadata with tokenizer.ggml.pre PRE. Checks, for every line:
 //   - the ids equal tokenizers.js's encode(text) (add_special_tokens);
 //   - for lines with no special or added token's text (those decode to
 //     "" in a stream): the stream decode equals tokenizers.js's decode,
@@ -19,16 +20,18 @@ import { readFileSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { Tokenizer } from "@huggingface/tokenizers";
 
-const [driver, tokfile, corpusFile] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const gguf = argv[0] === "--gguf" ? argv.splice(0, 2) : [];
+const [driver, tokfile, corpusFile] = argv;
 if (!corpusFile) {
-  console.error("usage: node tok-crosscheck.mjs DRIVER TOKENIZER.json CORPUS.jsonl");
+  console.error("usage: node tok-crosscheck.mjs [--gguf PRE] DRIVER TOKENIZER.json CORPUS.jsonl");
   process.exit(2);
 }
 const json = JSON.parse(readFileSync(tokfile, "utf8"));
 const tok = new Tokenizer(json, {});
 const lines = readFileSync(corpusFile, "utf8").split("\n")
   .filter((l) => l.length > 0).map((l) => JSON.parse(l));
-const ours = execFileSync(driver, [tokfile, corpusFile], {
+const ours = execFileSync(driver, [...gguf, tokfile, corpusFile], {
   encoding: "utf8", maxBuffer: 1 << 26,
 }).split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l));
 

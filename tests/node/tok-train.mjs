@@ -7,6 +7,9 @@
 //                    a BOS template, a vocabulary word no merge reaches
 //   gpt2-bpe.json    byte-level BPE with ByteLevel(use_regex) (GPT-2's
 //                    regex), merges as ["a", "b"] pairs, <|endoftext|>
+//   qwen2-bpe.json   byte-level BPE with Qwen 2's Split regex, no BOS
+//   smollm-bpe.json  byte-level BPE with SmolLM's Digits(individual) and
+//                    ByteLevel(use_regex)
 //   spm-bpe.json     SentencePiece-style BPE as Llama 2's tokenizer.json:
 //                    <unk> <s> </s>, 256 <0xHH> byte tokens, Prepend and
 //                    Replace normalizers, byte_fallback, a <s> template
@@ -154,6 +157,57 @@ function llama3() {
   };
 }
 
+// Qwen 2's pre-tokenizer: Llama 3's regex with single digits
+function qwen2() {
+  const pat = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+  const js = /'(?:[sS]|[tT]|[rR][eE]|[vV][eE]|[mM]|[lL][lL]|[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
+  const { vocab, merges, next } = byteLevel(js, 300, []);
+  const specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+  return {
+    version: "1.0", truncation: null, padding: null,
+    added_tokens: specials.map((s, i) => added(next + i, s, true)),
+    normalizer: null,
+    pre_tokenizer: { type: "Sequence", pretokenizers: [
+      { type: "Split", pattern: { Regex: pat }, behavior: "Isolated",
+        invert: false },
+      { type: "ByteLevel", add_prefix_space: false, trim_offsets: false,
+        use_regex: false },
+    ] },
+    post_processor: { type: "ByteLevel", add_prefix_space: false,
+      trim_offsets: false, use_regex: false },
+    decoder: { type: "ByteLevel", add_prefix_space: false,
+      trim_offsets: false, use_regex: false },
+    model: { type: "BPE", dropout: null, unk_token: null,
+      continuing_subword_prefix: "", end_of_word_suffix: "",
+      fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      vocab, merges: merges.map(([a, b]) => a + " " + b) },
+  };
+}
+
+// SmolLM's: single digits (Digits), then ByteLevel with GPT-2's regex
+function smollm() {
+  const js = /\p{N}|'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
+  const { vocab, merges, next } = byteLevel(js, 300, []);
+  const specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"];
+  return {
+    version: "1.0", truncation: null, padding: null,
+    added_tokens: specials.map((s, i) => added(next + i, s, true)),
+    normalizer: null,
+    pre_tokenizer: { type: "Sequence", pretokenizers: [
+      { type: "Digits", individual_digits: true },
+      { type: "ByteLevel", add_prefix_space: false, trim_offsets: true,
+        use_regex: true },
+    ] },
+    post_processor: null,
+    decoder: { type: "ByteLevel", add_prefix_space: true,
+      trim_offsets: true, use_regex: true },
+    model: { type: "BPE", dropout: null, unk_token: null,
+      continuing_subword_prefix: "", end_of_word_suffix: "",
+      fuse_unk: false, byte_fallback: false, ignore_merges: false,
+      vocab, merges: merges.map(([a, b]) => a + " " + b) },
+  };
+}
+
 function gpt2() {
   const js = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+/gu;
   const { vocab, merges, next } = byteLevel(js, 300, []);
@@ -245,6 +299,7 @@ if (!out) {
 }
 mkdirSync(out, { recursive: true });
 const files = { "llama3-bpe.json": llama3(), "gpt2-bpe.json": gpt2(),
+  "qwen2-bpe.json": qwen2(), "smollm-bpe.json": smollm(),
   "spm-bpe.json": spm(false), "spm-meta.json": spm(true) };
 for (const [name, obj] of Object.entries(files))
   writeFileSync(join(out, name), JSON.stringify(obj, null, 1) + "\n");
