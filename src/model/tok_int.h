@@ -20,6 +20,7 @@ enum tok_prepend { TOK_PREPEND_NONE, TOK_PREPEND_ALWAYS, TOK_PREPEND_FIRST };
 struct tok_added {
 	uint32_t id;
 	uint32_t off, len;           /* its text: t->blob + off */
+	uint8_t first;               /* its first byte */
 	uint8_t lstrip, rstrip;
 };
 

@@ -192,34 +192,17 @@ build_decoded(struct tokenizer *t, size_t bytes)
 	}
 }
 
+/* by first byte, then longest first (the longest match wins), then id */
 static int
-added_cmp(const void *a, const void *b, void *blob)
+added_cmp(const void *a, const void *b)
 {
 	const struct tok_added *x = a, *y = b;
-	const unsigned char *bl = blob;
-	unsigned cx = bl[x->off], cy = bl[y->off];
 
-	if (cx != cy)
-		return cx < cy ? -1 : 1;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
 	if (x->len != y->len)
 		return x->len > y->len ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
-}
-
-/* insertion sort with a context (no qsort_r in C11); the added tokens
- * are a few hundred */
-static void
-sort_added(struct tok_added *a, uint32_t n, void *blob)
-{
-	uint32_t i, j;
-
-	for (i = 1; i < n; i++) {
-		struct tok_added x = a[i];
-
-		for (j = i; j > 0 && added_cmp(&a[j - 1], &x, blob) > 0; j--)
-			a[j] = a[j - 1];
-		a[j] = x;
-	}
 }
 
 static void
@@ -250,15 +233,16 @@ build_added(struct tokenizer *t, const struct tok_opts *o)
 		t->added[k].id = i;
 		t->added[k].off = t->off[i];
 		t->added[k].len = t->len[i];
+		t->added[k].first = (uint8_t)t->blob[t->off[i]];
 		t->added[k].lstrip = o->strip != NULL && (o->strip[i] & 1);
 		t->added[k].rstrip = o->strip != NULL && (o->strip[i] & 2);
 		k++;
 	}
 	t->nadded = k;
-	sort_added(t->added, k, t->blob);
+	qsort(t->added, k, sizeof(*t->added), added_cmp);
 	for (b = 0, i = 0; b < 256; b++) {
 		t->added_at[b] = i;
-		while (i < k && (unsigned char)t->blob[t->added[i].off] == b)
+		while (i < k && t->added[i].first == b)
 			i++;
 	}
 	t->added_at[256] = k;

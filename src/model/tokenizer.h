@@ -64,7 +64,8 @@ uint32_t tokenizer_max_token_length(const struct tokenizer *t);
  * A tokenizer from tokenizer_from_vocab or tokenizer_from_json encodes
  * as its family does (above): bos/eos add its BOS/EOS when it has them;
  * special and added tokens in the text are split out first; SPM gives at
- * most 4 * len + 6 ids, byte-level BPE at most len + 2. Text that is not
+ * most 4 * len + 6 ids, byte-level BPE at most len + 2. Safe to call from
+ * several threads at once on one tokenizer. Text that is not
  * valid UTF-8 is still encoded: for byte-level BPE each invalid byte is
  * a piece of its own (the regexes see only the valid runs between); for
  * SPM an invalid byte becomes its byte token. TS_ELIMIT when a regex
@@ -148,7 +149,9 @@ const char *tokenizer_decode(const struct tokenizer *t, uint32_t prev_id,
  *              is refused.
  *   bos, eos, unk, pad  ids (TOKENIZER_NONE: none)
  *   add_bos, add_eos, add_space_prefix  tokenizer.ggml.add_bos_token,
- *              add_eos_token, add_space_prefix (SPM)
+ *              add_eos_token, add_space_prefix (SPM; llama.cpp takes 1
+ *              when a "llama" file lacks the key, and so should the
+ *              caller)
  */
 struct tokenizer_vocab {
 	int kind;
@@ -183,8 +186,8 @@ enum ts_err tokenizer_from_vocab(struct tokenizer **out,
  * library's semantics (huggingface/tokenizers: tokenizer/mod.rs,
  * models/bpe, added_vocabulary.rs). Accepted: model "BPE" (vocab, merges
  * as "a b" or ["a", "b"], byte_fallback, ignore_merges, unk_token);
- * added_tokens (split out of the text first, longest leftmost; lstrip and
- * rstrip take ASCII whitespace); normalizer null, Prepend("▁"),
+ * added_tokens (split out of the raw text first, leftmost then longest,
+ * "normalized" or not; lstrip and rstrip take ASCII whitespace); normalizer null, Prepend("▁"),
  * Replace(" " -> "▁") or a Sequence of them; pre_tokenizer null,
  * ByteLevel (add_prefix_space false; use_regex: GPT-2's regex), Split
  * (Regex, Isolated, not inverted), Digits, Metaspace ("▁", prepend_scheme
