@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/rng.h"
+#include "model/model_synth.h"
 #include "model/tokenizer.h"
 
 #define WS "\xE2\x96\x81"     /* U+2581 */
@@ -575,7 +576,7 @@ test_json_strip_and_bos(void **unused)
 	json_t *j = json_load_file(data_file("llama3-bpe.json"), 0, &je);
 	json_t *added;
 	uint32_t *ids, eot, bot;
-	size_t n, i;
+	size_t n, i, len;
 	const char *path;
 
 	(void)unused;
@@ -595,6 +596,11 @@ test_json_strip_and_bos(void **unused)
 	assert_int_equal(tokenizer_encode(t, S_("a <|eot_id|> b"), 0, 0,
 	    &ids, &n), TS_OK);
 	assert_int_equal(n, 4);             /* a, Ġ, eot, Ġb */
+	assert_int_equal(ids[2], eot);
+	tokenizer_decode(t, ids[1], eot, &len);
+	assert_int_equal(len, 0);           /* a control token: "" */
+	assert_memory_equal(tokenizer_decode(t, eot, ids[3], &len), " b", 2);
+	assert_int_equal(len, 2);
 	free(ids);
 	tokenizer_free(t);
 
@@ -619,6 +625,37 @@ test_json_strip_and_bos(void **unused)
 	free(ids);
 	tokenizer_free(t);
 	json_decref(j);
+}
+
+/* tokenizer.bin answers the accessors as llama2.c's fixed ids. */
+static void
+test_bin_accessors(void **unused)
+{
+	struct model_synth m;
+	struct tokenizer *t;
+	char err[256], path[128];
+	size_t len;
+
+	(void)unused;
+	model_synth_defaults(&m);
+	snprintf(path, sizeof(path), "%s/t.bin", tmpdir);
+	assert_int_equal(model_synth_write_tokenizer(&m, path, err,
+	    sizeof(err)), TS_OK);
+	assert_int_equal(tokenizer_open(&t, path, m.cfg.vocab_size, err,
+	    sizeof(err)), TS_OK);
+	unlink(path);
+	assert_int_equal(tokenizer_kind(t), TOKENIZER_SPM);
+	assert_int_equal(tokenizer_bos(t), 1);
+	assert_int_equal(tokenizer_eos(t), 2);
+	assert_int_equal(tokenizer_add_bos(t), 1);
+	assert_int_equal(tokenizer_add_eos(t), 0);
+	assert_int_equal(tokenizer_token_type(t, 2), TOKENIZER_TYPE_CONTROL);
+	assert_int_equal(tokenizer_token_type(t, 3 + 'A'),
+	    TOKENIZER_TYPE_BYTE);
+	assert_int_equal(tokenizer_token_id(t, S_("<0x41>")), 3 + 'A');
+	tokenizer_decode(t, 1, 2, &len);
+	assert_int_equal(len, 0);
+	tokenizer_free(t);
 }
 
 /* Random bytes (mostly not UTF-8) through every test tokenizer: no
@@ -702,6 +739,7 @@ main(void)
 		cmocka_unit_test(test_json_errors),
 		cmocka_unit_test(test_json_bad_regex),
 		cmocka_unit_test(test_json_strip_and_bos),
+		cmocka_unit_test(test_bin_accessors),
 		cmocka_unit_test(test_invalid_utf8),
 	};
 
