@@ -103,10 +103,14 @@ put_cp(char *p, unsigned c)
 	return 2;
 }
 
+/* Code points of byte-level characters: 0..255 and 256..323. */
+#define TOK_BYTE_CHARS 324
+
 /* The byte that the 2-byte or 1-byte character at p stands for in a
- * byte-level piece, or -1; *n its length. */
+ * byte-level piece, or -1; *n its length. inv: code point -> byte + 1. */
 static int
-char_byte(const unsigned char *p, size_t left, size_t *n)
+char_byte(const unsigned char *p, size_t left, size_t *n,
+    const short *inv)
 {
 	unsigned c;
 
@@ -119,16 +123,7 @@ char_byte(const unsigned char *p, size_t left, size_t *n)
 	} else {
 		return -1;
 	}
-	if (c < 256)
-		return byte_char(c) == c ? (int)c : -1;
-	if (c < 256 + 68) {
-		unsigned b;
-
-		for (b = 0; b < 256; b++)
-			if (byte_char(b) == c)
-				return (int)b;
-	}
-	return -1;
+	return c < TOK_BYTE_CHARS ? inv[c] - 1 : -1;
 }
 
 /* Length of the UTF-8 sequence at p (valid input) from its lead byte. */
@@ -145,7 +140,10 @@ build_decoded(struct tokenizer *t, size_t bytes)
 	static const char ws[] = "\xE2\x96\x81";
 	uint32_t i;
 	size_t d = 0;
+	short inv[TOK_BYTE_CHARS] = { 0 };
 
+	for (i = 0; i < 256; i++)
+		inv[byte_char(i)] = (short)(i + 1);
 	t->doff = xmalloc(t->vocab_size * sizeof(*t->doff));
 	t->dlen = xmalloc(t->vocab_size * sizeof(*t->dlen));
 	t->dblob = xmalloc(bytes + 1);
@@ -176,7 +174,7 @@ build_decoded(struct tokenizer *t, size_t bytes)
 			}
 		} else {
 			for (j = 0; j < n; j += cl) {
-				b = char_byte(p + j, n - j, &cl);
+				b = char_byte(p + j, n - j, &cl, inv);
 				if (b >= 0) {
 					t->dblob[d++] = (char)b;
 				} else {
