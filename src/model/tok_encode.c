@@ -261,10 +261,15 @@ bpe_split(struct tok_work *w, unsigned k, const char *s, size_t n)
 		ms = ov[0];
 		me = ov[1];
 		if (me <= ms) {
-			/* an empty match: on to the next character */
+			/* an empty match splits there (tokenizers' Pattern
+			 * for a regex: the gap before it is a piece) */
 			size_t cl = ms < n ? utf8_char((const unsigned char *)s +
 			    ms, n - ms) : 1;
 
+			if (ms > last) {
+				bpe_split(w, k + 1, s + last, ms - last);
+				last = ms;
+			}
 			at = ms + (cl ? cl : 1);
 			continue;
 		}

@@ -538,7 +538,8 @@ test_json_errors(void **unused)
 	assert_non_null(strstr(err, "/nonexistent/t.json"));
 }
 
-/* A bad regex in a Split pattern is refused with PCRE2's message. */
+/* A bad regex in a Split pattern is refused with PCRE2's message; one
+ * that matches empty strings splits at them. */
 static void
 test_json_bad_regex(void **unused)
 {
@@ -562,6 +563,20 @@ test_json_bad_regex(void **unused)
 	assert_null(t);
 	assert_non_null(strstr(err, "pre-tokenizer regex 0: missing closing "
 	    "parenthesis"));
+
+	/* a regex's empty matches split the text there, as in tokenizers
+	 * (each character its own piece here: no merges) */
+	json_object_set_new(json_object_get(split, "pattern"), "Regex",
+	    json_string("x|"));
+	assert_int_equal(json_dump_file(j, path, 0), 0);
+	assert_int_equal(tokenizer_from_json(&t, path, 0, err, sizeof(err)),
+	    TS_OK);
+	{
+		const uint32_t w[] = { 'h', 'e', 'l', 'l', 'o', 'x' };
+
+		expect(t, "hellox", 0, w, 6);
+	}
+	tokenizer_free(t);
 	json_decref(j);
 }
 
