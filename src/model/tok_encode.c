@@ -263,8 +263,8 @@ bpe_split(struct tok_work *w, unsigned k, const char *s, size_t n)
 		if (me <= ms) {
 			/* an empty match splits there (tokenizers' Pattern
 			 * for a regex: the gap before it is a piece) */
-			size_t cl = ms < n ? utf8_char((const unsigned char *)s +
-			    ms, n - ms) : 1;
+			size_t cl = ms < n ? utf8_char(
+			    (const unsigned char *)s + ms, n - ms) : 1;
 
 			if (ms > last) {
 				bpe_split(w, k + 1, s + last, ms - last);

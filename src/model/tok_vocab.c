@@ -155,7 +155,8 @@ build_decoded(struct tokenizer *t, size_t bytes)
 
 		t->doff[i] = (uint32_t)d;
 		if (ty == TOKENIZER_TYPE_CONTROL ||
-		    ty == TOKENIZER_TYPE_UNKNOWN || ty == TOKENIZER_TYPE_UNUSED) {
+		    ty == TOKENIZER_TYPE_UNKNOWN ||
+		    ty == TOKENIZER_TYPE_UNUSED) {
 			n = 0;
 		} else if (ty == TOKENIZER_TYPE_BYTE &&
 		    (b = tok_byte_piece((const char *)p, n)) >= 0) {
@@ -316,14 +317,15 @@ build_merges(struct tokenizer *t, const struct tokenizer_vocab *v,
 			c = tok_lookup(t, buf, ll + rl);
 		}
 		if (c < 0) {
-			snprintf(err, errlen, "merge %u (\"%.*s\" + \"%.*s\"): "
-			    "the merged piece is not in the vocabulary", i,
+			snprintf(err, errlen, "merge %u (\"%.*s\" + "
+			    "\"%.*s\"): the merged piece is not in the "
+			    "vocabulary", i,
 			    (int)(ll > 40 ? 40 : ll), l,
 			    (int)(rl > 40 ? 40 : rl), r);
 			goto fail;
 		}
 		if (tok_pair_find(t, (uint32_t)a, (uint32_t)b, &rank, &id))
-			continue;       /* a repeated merge keeps its first rank */
+			continue;   /* a repeated merge keeps its first rank */
 		key = (uint64_t)a << 32 | (uint64_t)b;
 		for (h = (uint32_t)tok_hash_bytes(&key, sizeof(key)) &
 		    t->pair_mask; t->pair_key[h] != UINT64_MAX;

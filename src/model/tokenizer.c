@@ -280,7 +280,8 @@ tokenizer_load(struct tokenizer **out, const void *data, size_t len,
 	for (i = 0; i < 256; i++) {
 		uint32_t id = TOKENIZER_BYTE0 + i;
 
-		if (tok_byte_piece(t->blob + t->off[id], t->len[id]) != (int)i) {
+		if (tok_byte_piece(t->blob + t->off[id], t->len[id]) !=
+		    (int)i) {
 			snprintf(err, errlen, "token %u is \"%.*s\", not the "
 			    "byte token <0x%02X> that byte fallback needs at "
 			    "ids 3..258", id, (int)(t->len[id] > 16 ? 16 :

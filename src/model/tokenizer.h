@@ -187,8 +187,9 @@ enum ts_err tokenizer_from_vocab(struct tokenizer **out,
  * models/bpe, added_vocabulary.rs). Accepted: model "BPE" (vocab, merges
  * as "a b" or ["a", "b"], byte_fallback, ignore_merges, unk_token);
  * added_tokens (split out of the raw text first, leftmost then longest,
- * "normalized" or not; lstrip and rstrip take ASCII whitespace); normalizer null, Prepend("▁"),
- * Replace(" " -> "▁") or a Sequence of them; pre_tokenizer null,
+ * "normalized" or not; lstrip and rstrip take ASCII whitespace);
+ * normalizer null, Prepend("▁"), Replace(" " -> "▁") or a Sequence of
+ * them; pre_tokenizer null,
  * ByteLevel (add_prefix_space false; use_regex: GPT-2's regex), Split
  * (Regex, Isolated, not inverted), Digits, Metaspace ("▁", prepend_scheme
  * always/first/never, split) or a Sequence of them; post_processor
