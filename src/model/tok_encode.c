@@ -8,7 +8,8 @@
  *
  * SPM: each segment between added tokens gets its leading U+2581 (as the
  * file says), spaces become U+2581, each character its piece or its bytes'
- * <0xHH> tokens (the unknown token when the byte tokens are missing), and
+ * <0xHH> tokens (else the unknown token, one for a run of them with
+ * fuse_unk), and
  * the symbols are merged by score or merge rank.
  * BPE: each segment's valid UTF-8 runs are split by the regexes in turn
  * (a regex's matches and the gaps between them are pieces: Split
@@ -130,6 +131,7 @@ spm_word(struct tok_work *w, const char *s, size_t n)
 {
 	const struct tokenizer *t = w->t;
 	size_t i = 0, ns = 0;
+	int unk_last = 0;            /* the last character was unknown */
 
 	need_syms(w, n);
 	while (i < n) {
@@ -143,6 +145,7 @@ spm_word(struct tok_work *w, const char *s, size_t n)
 		if (id >= 0 && t->type[id] != TOKENIZER_TYPE_CONTROL &&
 		    t->type[id] != TOKENIZER_TYPE_UNUSED) {
 			w->sym[ns++].id = (uint32_t)id;
+			unk_last = 0;
 			i += cl;
 			continue;
 		}
@@ -155,9 +158,11 @@ spm_word(struct tok_work *w, const char *s, size_t n)
 			for (k = 0; k < cl; k++)
 				w->sym[ns++].id =
 				    t->byte_id[(unsigned char)s[i + k]];
-		} else if (t->unk != TOKENIZER_NONE) {
+		} else if (t->unk != TOKENIZER_NONE && !(t->fuse_unk &&
+		    unk_last)) {
 			w->sym[ns++].id = t->unk;
 		}
+		unk_last = k < cl;
 		i += cl;
 	}
 	merge_emit(w, ns);

@@ -46,6 +46,8 @@ struct tokenizer {
 	int prepend;                 /* SPM: enum tok_prepend */
 	int prepend_meta;            /* SPM: not when it starts with one */
 	int split_ws;                /* SPM: words start at each U+2581 */
+	int fuse_unk;                /* SPM: unknown characters in a row
+	                              * are one unknown token */
 	uint32_t byte_id[256];       /* SPM: <0xHH>; BPE: byte's character */
 	/* merges by rank: (left, right) -> rank, result */
 	uint64_t *pair_key;          /* UINT64_MAX = empty */
@@ -69,6 +71,7 @@ struct tok_opts {
 	int prepend;                 /* SPM: enum tok_prepend */
 	int prepend_meta;            /* Metaspace: not before a U+2581 */
 	int split_ws;
+	int fuse_unk;
 	const uint8_t *added;        /* [n]: 1 = split out of the text;
 	                              * NULL: types unknown/control/user */
 	const uint8_t *strip;        /* [n]: 1 lstrip, 2 rstrip; or NULL */

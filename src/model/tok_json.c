@@ -321,6 +321,7 @@ model(struct jload *j, json_t *m)
 		    TOKENIZER_TYPE_NORMAL;
 	}
 	j->o.ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
+	j->o.fuse_unk = json_is_true(json_object_get(m, "fuse_unk"));
 	merges = json_object_get(m, "merges");
 	if (merges != NULL && !json_is_array(merges))
 		REFUSE("model merges is not an array");

@@ -491,6 +491,7 @@ tok_build(struct tokenizer **out, const struct tokenizer_vocab *v,
 	t->prepend = o->prepend;
 	t->prepend_meta = o->prepend_meta;
 	t->split_ws = o->split_ws;
+	t->fuse_unk = o->fuse_unk;
 	t->space_id = TOKENIZER_NONE;
 
 	for (i = 0; i < 256; i++) {

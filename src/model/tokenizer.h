@@ -185,7 +185,8 @@ enum ts_err tokenizer_from_vocab(struct tokenizer **out,
  * Reads a Hugging Face tokenizer.json (at most 256 MiB) with the tokenizers
  * library's semantics (huggingface/tokenizers: tokenizer/mod.rs,
  * models/bpe, added_vocabulary.rs). Accepted: model "BPE" (vocab, merges
- * as "a b" or ["a", "b"], byte_fallback, ignore_merges, unk_token);
+ * as "a b" or ["a", "b"], byte_fallback, ignore_merges, unk_token,
+ * fuse_unk);
  * added_tokens (split out of the raw text first, leftmost then longest,
  * "normalized" or not; lstrip and rstrip take ASCII whitespace);
  * normalizer null, Prepend("▁"), Replace(" " -> "▁") or a Sequence of

@@ -642,6 +642,37 @@ test_json_strip_and_bos(void **unused)
 	json_decref(j);
 }
 
+/* Without byte tokens an unknown character is <unk>, a run of them one
+ * with fuse_unk (models/bpe/model.rs; tokenizers.js agrees). */
+static void
+test_json_fuse_unk(void **unused)
+{
+	static const char json[] = "{\"added_tokens\": [{\"id\": 0, "
+	    "\"content\": \"<unk>\", \"special\": true}], \"normalizer\": "
+	    "{\"type\": \"Sequence\", \"normalizers\": [{\"type\": "
+	    "\"Prepend\", \"prepend\": \"" WS "\"}, {\"type\": \"Replace\", "
+	    "\"pattern\": {\"String\": \" \"}, \"content\": \"" WS "\"}]}, "
+	    "\"model\": {\"type\": \"BPE\", \"unk_token\": \"<unk>\", "
+	    "\"fuse_unk\": %s, \"vocab\": {\"<unk>\": 0, \"" WS "\": 1, "
+	    "\"a\": 2, \"b\": 3, \"" WS "a\": 4}, \"merges\": [\"" WS
+	    " a\"]}}";
+	char text[sizeof(json) + 8], err[512];
+	struct tokenizer *t;
+	const uint32_t fused[] = { 4, 0, 3 }, apart[] = { 4, 0, 0, 3 };
+
+	(void)unused;
+	snprintf(text, sizeof(text), json, "true");
+	assert_int_equal(tokenizer_from_json(&t, write_tmp("t.json", text),
+	    -1, err, sizeof(err)), TS_OK);
+	expect(t, "a\xE4\xB8\x96\xE7\x95\x8C" "b", 0, fused, 3);
+	tokenizer_free(t);
+	snprintf(text, sizeof(text), json, "false");
+	assert_int_equal(tokenizer_from_json(&t, write_tmp("t.json", text),
+	    -1, err, sizeof(err)), TS_OK);
+	expect(t, "a\xE4\xB8\x96\xE7\x95\x8C" "b", 0, apart, 4);
+	tokenizer_free(t);
+}
+
 /* tokenizer.bin answers the accessors as llama2.c's fixed ids. */
 static void
 test_bin_accessors(void **unused)
@@ -754,6 +785,7 @@ main(void)
 		cmocka_unit_test(test_json_errors),
 		cmocka_unit_test(test_json_bad_regex),
 		cmocka_unit_test(test_json_strip_and_bos),
+		cmocka_unit_test(test_json_fuse_unk),
 		cmocka_unit_test(test_bin_accessors),
 		cmocka_unit_test(test_invalid_utf8),
 	};
