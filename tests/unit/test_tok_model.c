@@ -704,6 +704,135 @@ test_bin_accessors(void **unused)
 	tokenizer_free(t);
 }
 
+/*
+ * The GGUF SentencePiece path is llama2.c's: the same vocabulary as a
+ * GGUF file holds it (U+2581 for a space, scores, types) encodes every
+ * valid UTF-8 text to the same ids as tokenizer.bin's run.c encode
+ * (itself held to run.c's loop by test_tokenizer.c).
+ */
+static void
+test_spm_matches_bin(void **unused)
+{
+	static const char *const atoms[] = { "the", " ", "a", "e", "th",
+		"he", " of", "and", "x", "\xc3\xa9", "\xe4\xbd\xa0", "Q", ".",
+		"  ", "ing", "o", "\n", "caf", "\xf0\x9f\x98\x80" };
+	struct model_synth m;
+	struct tokenizer *bin, *spm;
+	struct tokenizer_vocab v;
+	char err[256], path[128];
+	unsigned char *file;
+	const char **piece;
+	size_t *plen, off = 4, flen, k;
+	float *score;
+	int32_t *type;
+	uint32_t i, n;
+	uint64_t st = 99;
+	FILE *f;
+
+	(void)unused;
+	model_synth_defaults(&m);
+	n = m.cfg.vocab_size;
+	snprintf(path, sizeof(path), "%s/t.bin", tmpdir);
+	assert_int_equal(model_synth_write_tokenizer(&m, path, err,
+	    sizeof(err)), TS_OK);
+	assert_int_equal(tokenizer_open(&bin, path, n, err, sizeof(err)),
+	    TS_OK);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	file = malloc(1 << 20);
+	flen = fread(file, 1, 1 << 20, f);
+	fclose(f);
+	unlink(path);
+	piece = calloc(n, sizeof(*piece));
+	plen = calloc(n, sizeof(*plen));
+	score = calloc(n, sizeof(*score));
+	type = calloc(n, sizeof(*type));
+	for (i = 0; i < n; i++) {
+		int32_t len;
+		char *p;
+		size_t j, q = 0;
+
+		assert_true(off + 8 <= flen);
+		memcpy(&score[i], file + off, 4);
+		memcpy(&len, file + off + 4, 4);
+		p = malloc(3 * (size_t)len + 1);
+		for (j = 0; j < (size_t)len; j++) {
+			if (file[off + 8 + j] == ' ') {
+				memcpy(p + q, WS, 3);
+				q += 3;
+			} else {
+				p[q++] = (char)file[off + 8 + j];
+			}
+		}
+		piece[i] = p;
+		plen[i] = q;
+		type[i] = i == 0 ? TOKENIZER_TYPE_UNKNOWN : i <= 2 ?
+		    TOKENIZER_TYPE_CONTROL : i <= 258 ? TOKENIZER_TYPE_BYTE :
+		    TOKENIZER_TYPE_NORMAL;
+		off += 8 + (size_t)len;
+	}
+	memset(&v, 0, sizeof(v));
+	v.kind = TOKENIZER_SPM;
+	v.n = n;
+	v.piece = piece;
+	v.piece_len = plen;
+	v.score = score;
+	v.type = type;
+	v.bos = 1;
+	v.eos = 2;
+	v.unk = 0;
+	v.pad = NONE;
+	v.add_bos = 1;
+	v.add_space_prefix = 1;
+	assert_int_equal(tokenizer_from_vocab(&spm, &v, err, sizeof(err)),
+	    TS_OK);
+	for (k = 0; k < 300; k++) {
+		char text[256];
+		uint32_t *a, *b;
+		size_t len = 0, na, nb, j, natoms;
+
+		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+		natoms = (st >> 33) % 24;
+		for (j = 0; j < natoms; j++) {
+			const char *at;
+
+			st = st * 6364136223846793005ULL +
+			    1442695040888963407ULL;
+			at = atoms[(st >> 33) % (sizeof(atoms) /
+			    sizeof(atoms[0]))];
+			memcpy(text + len, at, strlen(at));
+			len += strlen(at);
+		}
+		assert_int_equal(tokenizer_encode(bin, text, len, 1, 0, &a,
+		    &na), TS_OK);
+		assert_int_equal(tokenizer_encode(spm, text, len, 1, 0, &b,
+		    &nb), TS_OK);
+		assert_int_equal(na, nb);
+		assert_memory_equal(a, b, na * sizeof(*a));
+		for (j = 1; j < na; j++) {
+			size_t l1, l2;
+			const char *d1 = tokenizer_decode(bin, a[j - 1], a[j],
+			    &l1);
+			const char *d2 = tokenizer_decode(spm, b[j - 1], b[j],
+			    &l2);
+
+			assert_int_equal(l1, l2);
+			assert_memory_equal(d1, d2, l1);
+		}
+		free(a);
+		free(b);
+	}
+	for (i = 0; i < n; i++)
+		free((char *)piece[i]);
+	free(piece);
+	free(plen);
+	free(score);
+	free(type);
+	free(file);
+	tokenizer_free(bin);
+	tokenizer_free(spm);
+}
+
 /* Random bytes (mostly not UTF-8) through every test tokenizer: no
  * crash, and byte-level decode gives exactly the bytes back. */
 static void
@@ -787,6 +916,7 @@ main(void)
 		cmocka_unit_test(test_json_strip_and_bos),
 		cmocka_unit_test(test_json_fuse_unk),
 		cmocka_unit_test(test_bin_accessors),
+		cmocka_unit_test(test_spm_matches_bin),
 		cmocka_unit_test(test_invalid_utf8),
 	};
 
