@@ -435,8 +435,8 @@ tokenizer_decode(const struct tokenizer *t, uint32_t prev_id, uint32_t id,
 	}
 	s = t->dblob + t->doff[id];
 	n = t->dlen[id];
-	if (prev_id == t->bos && t->kind == TOKENIZER_SPM && n > 0 &&
-	    s[0] == ' ') {
+	if (prev_id == t->bos && t->bos != TOKENIZER_NONE &&
+	    t->kind == TOKENIZER_SPM && n > 0 && s[0] == ' ') {
 		s++;
 		n--;
 	}

@@ -69,7 +69,8 @@ uint32_t tokenizer_max_token_length(const struct tokenizer *t);
  * valid UTF-8 is still encoded: for byte-level BPE each invalid byte is
  * a piece of its own (the regexes see only the valid runs between); for
  * SPM an invalid byte becomes its byte token. TS_ELIMIT when a regex
- * exceeds PCRE2's match limit (a pathological text).
+ * exceeds PCRE2's match limit (a pathological text), or len is near
+ * SIZE_MAX.
  */
 enum ts_err tokenizer_encode(const struct tokenizer *t, const char *text,
     size_t len, int bos, int eos, uint32_t **ids, size_t *n);
@@ -84,9 +85,10 @@ const char *tokenizer_piece(const struct tokenizer *t, uint32_t id,
  * token "<0xHH>" is that byte; after BOS (prev_id 1) a leading space is
  * dropped (sentencepiece); the specials <unk>, <s>, </s> are "" (a
  * stream's text, not markup). Borrowed for the tokenizer's life; "" for
- * an id out of range. Pass prev_id UINT32_MAX when there is no previous
- * token. For the other tokenizers: SPM turns U+2581 into a space and a
- * byte token into its byte, dropping a leading space after its BOS;
+ * an id out of range. Pass prev_id UINT32_MAX (TOKENIZER_NONE) when there
+ * is no previous token. For the other tokenizers: SPM turns U+2581 into
+ * a space and a byte token into its byte, dropping a leading space after
+ * its BOS (if it has one);
  * byte-level BPE maps each character back to its byte; control and
  * unknown tokens are "", user-defined ones their text.
  */
@@ -145,9 +147,9 @@ const char *tokenizer_decode(const struct tokenizer *t, uint32_t prev_id,
  *   pre        tokenizer.ggml.pre (BPE): "llama-bpe", "llama3",
  *              "llama-v3" (Llama 3's regex, and a word already in the
  *              vocabulary is not merged), "gpt2"/"gpt-2", "qwen2",
- *              "smollm"; NULL or "default" means "gpt2". Any other name
- *              is refused.
- *   bos, eos, unk, pad  ids (TOKENIZER_NONE: none)
+ *              "smollm", and NULL or "default" (llama.cpp's DEFAULT:
+ *              four regexes in turn). Any other name is refused.
+ *   bos, eos, unk, pad  ids (TOKENIZER_NONE: none; pad is kept, unused)
  *   add_bos, add_eos, add_space_prefix  tokenizer.ggml.add_bos_token,
  *              add_eos_token, add_space_prefix (SPM; llama.cpp takes 1
  *              when a "llama" file lacks the key, and so should the
@@ -186,11 +188,10 @@ enum ts_err tokenizer_from_vocab(struct tokenizer **out,
  * library's semantics (huggingface/tokenizers: tokenizer/mod.rs,
  * models/bpe, added_vocabulary.rs). Accepted: model "BPE" (vocab, merges
  * as "a b" or ["a", "b"], byte_fallback, ignore_merges, unk_token,
- * fuse_unk);
- * added_tokens (split out of the raw text first, leftmost then longest,
- * "normalized" or not; lstrip and rstrip take ASCII whitespace);
- * normalizer null, Prepend("▁"), Replace(" " -> "▁") or a Sequence of
- * them; pre_tokenizer null,
+ * fuse_unk); added_tokens (split out of the raw text first, leftmost
+ * then longest, "normalized" or not; lstrip and rstrip take ASCII
+ * whitespace); normalizer null, Prepend("▁"), Replace(" " -> "▁") or a
+ * Sequence of them; pre_tokenizer null,
  * ByteLevel (add_prefix_space false; use_regex: GPT-2's regex), Split
  * (Regex, Isolated, not inverted), Digits, Metaspace ("▁", prepend_scheme
  * always/first/never, split) or a Sequence of them; post_processor

@@ -194,6 +194,19 @@ test_spm_scores(void **unused)
 		tokenizer_decode(t, NONE, SPM_ID(16), &len);
 		assert_int_equal(len, 0);
 	}
+	tokenizer_free(t);
+
+	/* without a BOS, no previous token is not "after BOS" */
+	v.bos = NONE;
+	assert_int_equal(tokenizer_from_vocab(&t, &v, err, sizeof(err)),
+	    TS_OK);
+	{
+		size_t len;
+
+		assert_memory_equal(tokenizer_decode(t, NONE, SPM_ID(11),
+		    &len), " hello", 6);
+		assert_int_equal(len, 6);
+	}
 	assert_int_equal(tokenizer_token_id(t, S_("</s>")), SPM_ID(16));
 	assert_int_equal(tokenizer_token_id(t, S_("<|nope|>")), NONE);
 	assert_int_equal(tokenizer_token_type(t, SPM_ID(15)),
