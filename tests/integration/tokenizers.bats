@@ -18,16 +18,21 @@ load helpers
 DATA=$TS_SRCDIR/tests/data/tokenizers
 DRIVER=$TS_BUILDDIR/tests/tok_encode
 
-# crosscheck [--gguf PRE] FILE
+# crosscheck [--gguf PRE] FILE (in tests/data/tokenizers)
 crosscheck() {
 	local gguf=()
 	[ "$1" = --gguf ] && gguf=(--gguf "$2") && shift 2
+	crosscheck_file "${gguf[@]}" "$DATA/$1"
+}
+
+# crosscheck_file [--gguf PRE] PATH
+crosscheck_file() {
 	need_node @huggingface/tokenizers
 	run timeout 120 node "$TS_SRCDIR/tests/node/tok-crosscheck.mjs" \
-		"${gguf[@]}" "$DRIVER" "$DATA/$1" "$DATA/corpus.jsonl"
+		"${@:1:$#-1}" "$DRIVER" "${@: -1}" "$DATA/corpus.jsonl"
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"ok 61 lines"* ]]
+	[[ "$output" == *"ok 66 lines"* ]]
 }
 
 @test "byte-level BPE, Llama 3 pre-tokenizer, ignore_merges, special tokens: ids as tokenizers.js, decode gives the text back" {
@@ -71,6 +76,21 @@ crosscheck() {
 
 @test "SentencePiece-style BPE (Metaspace prepend_scheme first): ids and decoded text as tokenizers.js" {
 	crosscheck spm-meta.json
+}
+
+@test "Metaspace with prepend_scheme always, first and never, split true and false: ids and decoded text as tokenizers.js" {
+	command -v jq >/dev/null || skip "no jq"
+	local scheme split
+	for scheme in always first never; do
+		for split in true false; do
+			jq ".pre_tokenizer.split = $split |
+			    .pre_tokenizer.prepend_scheme = \"$scheme\" |
+			    .decoder.decoders[0].prepend_scheme = \"$scheme\"" \
+				"$DATA/spm-meta.json" >"$BATS_TEST_TMPDIR/meta-$scheme-$split.json"
+			echo "prepend_scheme $scheme, split $split"
+			crosscheck_file "$BATS_TEST_TMPDIR/meta-$scheme-$split.json"
+		done
+	done
 }
 
 @test "the cross-check fails when the ids differ (a driver that drops each line's last id)" {
