@@ -27,9 +27,11 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-/* PCRE2's backtracking budget per match: far above what the known
- * pre-tokenizer patterns need, so only a pathological one hits it. */
+/* PCRE2's backtracking budget per match, and the memory it may take for
+ * it (KiB; PCRE2's own default is 20 GB): far above what the known
+ * pre-tokenizer patterns need, so only a pathological one hits them. */
 #define TOK_MATCH_LIMIT 10000000u
+#define TOK_HEAP_LIMIT_KIB 65536u
 
 struct tok_work {
 	const struct tokenizer *t;
@@ -377,6 +379,7 @@ tok_encode_model(const struct tokenizer *t, const char *text, size_t len,
 		if (w.md == NULL || w.mc == NULL)
 			abort();        /* out of memory, as xmalloc */
 		pcre2_set_match_limit(w.mc, TOK_MATCH_LIMIT);
+		pcre2_set_heap_limit(w.mc, TOK_HEAP_LIMIT_KIB);
 	}
 	if (bos && t->bos != TOKENIZER_NONE)
 		emit(&w, t->bos);
