@@ -33,3 +33,14 @@ engine_backend_model(const struct engine_backend *b, const char *name,
 			return (int)i;
 	return -1;
 }
+
+int
+engine_backend_is_eos(const struct engine_backend *b, uint32_t id)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->n_eos && i < ENGINE_MAX_EOS; i++)
+		if (b->eos_ids[i] == id)
+			return 1;
+	return 0;
+}

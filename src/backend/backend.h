@@ -66,6 +66,9 @@ struct engine_sampling {
 	uint32_t logprobs;
 };
 
+/* The most EOS ids a backend may list. */
+#define ENGINE_MAX_EOS 8
+
 /* The most alternatives per token (OpenAI's top_logprobs cap, 20). */
 #define ENGINE_MAX_TOP_LOGPROBS 20
 /* The longest guide text, bytes. */
@@ -107,9 +110,11 @@ struct engine_backend {
 	uint32_t lab_model;           /* < nmodels */
 	int physical;                 /* calls take real time: the latency
 				       * model is off */
-	uint32_t eos_ids[2];          /* ids that end a sequence with
-				       * finish_reason "stop"; UINT32_MAX:
-				       * unused */
+	uint32_t eos_ids[ENGINE_MAX_EOS]; /* ids that end a sequence with
+				       * finish_reason "stop": the first
+				       * n_eos (a model's list: Llama 3.1
+				       * has three) */
+	uint32_t n_eos;               /* 0..ENGINE_MAX_EOS */
 	uint32_t max_token_bytes;     /* longest text of one token, bytes */
 	int bos_first;                /* tokenize and count_tokens start
 				       * every prompt with one BOS token (a
@@ -195,5 +200,8 @@ struct engine_backend {
 /* The index of model `name` (len bytes) in b->models, or -1. */
 int engine_backend_model(const struct engine_backend *b, const char *name,
     size_t len);
+
+/* 1 when id is one of b's EOS ids (eos_ids[0..n_eos)), else 0. */
+int engine_backend_is_eos(const struct engine_backend *b, uint32_t id);
 
 #endif /* TS_BACKEND_BACKEND_H */

@@ -180,7 +180,7 @@ tokenize_id_known(const struct engine_backend *be, uint32_t id)
 {
 	size_t len;
 
-	if (id == be->eos_ids[0] || id == be->eos_ids[1])
+	if (engine_backend_is_eos(be, id))
 		return 1;
 	if (be->vocab_size > 0)
 		return id < be->vocab_size;

@@ -487,6 +487,7 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	 * stories */
 	out->eos_ids[0] = MODEL_TOKEN_EOS;
 	out->eos_ids[1] = MODEL_TOKEN_BOS;
+	out->n_eos = 2;
 	out->seq_start = backend_seq_start;
 	out->step = backend_step;
 	out->token_text = backend_token_text;
