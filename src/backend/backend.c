@@ -19,6 +19,7 @@ engine_sampling_greedy(struct engine_sampling *s)
 {
 	engine_sampling_defaults(s);
 	s->temperature = 0.0;
+	s->given = ENGINE_GIVEN_ALL;
 }
 
 int

@@ -59,6 +59,14 @@ struct engine_sampling {
 	 * call; engine_submit copies it. */
 	const char *guide;
 	size_t guide_len;       /* bytes, <= ENGINE_MAX_GUIDE_BYTES */
+	/* top-k (vLLM's top_k, Anthropic's top_k, Ollama's
+	 * options.top_k): only the k most probable candidates, before
+	 * top_p; 0: no cut */
+	uint32_t top_k;
+	/* Which of temperature, top_p, top_k the request gave
+	 * (ENGINE_GIVEN_*): a backend with sampling defaults of its own (a
+	 * model's generation_config.json) applies them to the others */
+	unsigned given;
 	/* Logprobs (the OpenAI API's logprobs/top_logprobs): 0 none, else
 	 * 1 + the number of alternatives, <= 1 + ENGINE_MAX_TOP_LOGPROBS;
 	 * every token then carries the sampled token's logprob and the top
@@ -68,6 +76,12 @@ struct engine_sampling {
 
 /* The most EOS ids a backend may list. */
 #define ENGINE_MAX_EOS 8
+
+/* engine_sampling.given's bits */
+#define ENGINE_GIVEN_TEMPERATURE 1u
+#define ENGINE_GIVEN_TOP_P 2u
+#define ENGINE_GIVEN_TOP_K 4u
+#define ENGINE_GIVEN_ALL 7u
 
 /* The most alternatives per token (OpenAI's top_logprobs cap, 20). */
 #define ENGINE_MAX_TOP_LOGPROBS 20
@@ -87,8 +101,8 @@ struct engine_logprob {
  * ignore_eos off. */
 void engine_sampling_defaults(struct engine_sampling *s);
 
-/* Greedy decoding: temperature 0, top_p 1, no seed, ignore_eos off (the
- * lab endpoints' sampling). */
+/* Greedy decoding: temperature 0, top_p 1, no seed, ignore_eos off, all
+ * given (a model's defaults do not apply: the lab endpoints' sampling). */
 void engine_sampling_greedy(struct engine_sampling *s);
 
 /*

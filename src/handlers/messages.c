@@ -621,6 +621,8 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	engine_sampling_defaults(&job->sampling);
 	job->sampling.temperature = mr->req.temperature;
 	job->sampling.top_p = mr->req.top_p;
+	job->sampling.top_k = mr->req.top_k;
+	job->sampling.given = mr->req.sampling_given;
 	if (mr->plan.tool_use) {
 		/* the input stays whole: no stop strings, no thinking */
 		job->sampling.guide = mr->plan.input.p ? mr->plan.input.p : "";

@@ -373,6 +373,8 @@ oll_sampling(const struct oll_resp *ol, uint64_t seed,
 	engine_sampling_defaults(sp);
 	sp->temperature = ol->req.temperature;
 	sp->top_p = ol->req.top_p;
+	sp->top_k = ol->req.top_k;
+	sp->given = ol->req.sampling_given;
 	sp->has_seed = ol->req.has_seed;
 	sp->seed = seed;
 	if (ol->plan.guided) {

@@ -754,6 +754,8 @@ v1_sampling(const struct v1_resp *vr, uint32_t k, uint64_t base,
 	engine_sampling_defaults(sp);
 	sp->temperature = vr->req.temperature;
 	sp->top_p = vr->req.top_p;
+	sp->top_k = vr->req.top_k;
+	sp->given = vr->req.sampling_given;
 	sp->has_seed = vr->req.has_seed || k > 0;
 	sp->seed = k == 0 ? (uint64_t)vr->req.seed : v1_choice_seed(base, k);
 	sp->ignore_eos = vr->req.ignore_eos;

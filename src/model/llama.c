@@ -35,6 +35,16 @@ struct model_backend {
 	struct model_row *rows;      /* [max_batch] */
 	struct model_seq **rseq;     /* [max_batch]: whose row */
 	size_t *ridx;                /* [max_batch]: its index in the step */
+	uint32_t eos[ENGINE_MAX_EOS]; /* the ids that end a text */
+	uint32_t n_eos;
+	/* the model's sampling defaults (generation_config.json, GGUF
+	 * general.sampling.*), for what a request does not give */
+	struct {
+		unsigned has;        /* ENGINE_GIVEN_* bits */
+		double temperature;
+		double top_p;
+		uint32_t top_k;
+	} gen;
 };
 
 /* One sequence: its KV cache and where its stream stands. */
@@ -53,6 +63,8 @@ struct model_seq {
 	uint64_t rng;                /* sampler state */
 	float temperature;           /* this sequence's sampling */
 	float top_p;
+	uint32_t top_k;              /* 0: no cut */
+	float *cut;                  /* [vocab] the top-k cut logits */
 	int ignore_eos;              /* EOS and BOS masked before sampling */
 	uint32_t min_tokens;         /* ... and while fewer than this many
 				      * were sampled (sampling.min_tokens) */
@@ -68,15 +80,66 @@ model_options_defaults(struct model_options *o)
 	o->context = 0;
 }
 
+/*
+ * The k-th largest of x[0..n) (1 <= k < n): a min-heap of the k largest
+ * seen, O(n log k). NaN counts as -inf.
+ */
+static float
+kth_largest(const float *x, uint32_t n, uint32_t k, float *heap)
+{
+	uint32_t i, j, c;
+
+	for (i = 0; i < n; i++) {
+		float v = x[i] == x[i] ? x[i] : -INFINITY;
+
+		if (i < k) {            /* sift up */
+			j = i;
+			while (j > 0 && heap[(j - 1) / 2] > v) {
+				heap[j] = heap[(j - 1) / 2];
+				j = (j - 1) / 2;
+			}
+			heap[j] = v;
+			continue;
+		}
+		if (!(v > heap[0]))
+			continue;
+		j = 0;                  /* replace the root, sift down */
+		for (;;) {
+			c = 2 * j + 1;
+			if (c >= k)
+				break;
+			if (c + 1 < k && heap[c + 1] < heap[c])
+				c++;
+			if (!(heap[c] < v))
+				break;
+			heap[j] = heap[c];
+			j = c;
+		}
+		heap[j] = v;
+	}
+	return heap[0];
+}
+
 static uint32_t
 seq_sample(const struct model_backend *mb, struct model_seq *s)
 {
-	if (s->ignore_eos || s->sampled++ < s->min_tokens) {
-		s->logits[MODEL_TOKEN_EOS] = -INFINITY;
-		s->logits[MODEL_TOKEN_BOS] = -INFINITY;
+	uint32_t n = mb->m->cfg.vocab_size, i;
+	const float *l = s->logits;
+
+	if (s->ignore_eos || s->sampled++ < s->min_tokens)
+		for (i = 0; i < mb->n_eos; i++)
+			s->logits[mb->eos[i]] = -INFINITY;
+	/* top-k before top-p (vLLM's order); greedy needs no cut. Ties
+	 * with the k-th are kept. The logits stay whole for logprobs. */
+	if (s->top_k > 0 && s->top_k < n && s->temperature > 0.0f) {
+		float t = kth_largest(s->logits, n, s->top_k, s->cut);
+
+		for (i = 0; i < n; i++)
+			s->cut[i] = s->logits[i] >= t ? s->logits[i] :
+			    -INFINITY;
+		l = s->cut;
 	}
-	return model_sample(s->logits, mb->m->cfg.vocab_size,
-	    s->temperature, s->top_p, &s->rng);
+	return model_sample(l, n, s->temperature, s->top_p, &s->rng);
 }
 
 /* Runs rows[0..n) in passes of at most max_batch rows. */
@@ -117,6 +180,7 @@ backend_seq_free(void *impl, void *seq)
 	if (s->kv != NULL)
 		munmap(s->kv, s->kv_bytes);
 	free(s->logits);
+	free(s->cut);
 	free(s);
 }
 
@@ -164,8 +228,17 @@ backend_seq_start(void *impl, uint32_t model, const char *prompt, size_t len,
 	/* The request's sampling (the lab endpoints ask for greedy); the
 	 * default seed comes from the prompt, so the same request gives
 	 * the same tokens. */
-	s->temperature = (float)samp->temperature;
-	s->top_p = (float)samp->top_p;
+	s->temperature = (float)(samp->given & ENGINE_GIVEN_TEMPERATURE ||
+	    !(mb->gen.has & ENGINE_GIVEN_TEMPERATURE) ? samp->temperature :
+	    mb->gen.temperature);
+	s->top_p = (float)(samp->given & ENGINE_GIVEN_TOP_P ||
+	    !(mb->gen.has & ENGINE_GIVEN_TOP_P) ? samp->top_p :
+	    mb->gen.top_p);
+	s->top_k = samp->given & ENGINE_GIVEN_TOP_K ||
+	    !(mb->gen.has & ENGINE_GIVEN_TOP_K) ? samp->top_k :
+	    mb->gen.top_k;
+	if (s->top_k > 0 && s->top_k < c->vocab_size)
+		s->cut = xmalloc((size_t)c->vocab_size * sizeof(float));
 	s->ignore_eos = samp->ignore_eos;
 	s->min_tokens = samp->min_tokens;
 	s->rng = model_rng_seed(samp->has_seed ? samp->seed :
@@ -248,7 +321,7 @@ backend_step(void *impl, void *const *seqs, size_t n, uint32_t *ids)
 			s->fresh = 0;
 		} else if (s->full || s->pos >= mb->ctx) {
 			s->full = 1;
-			ids[i] = MODEL_TOKEN_EOS;
+			ids[i] = mb->eos[0];
 		} else {
 			s->decode = 1;
 		}
@@ -317,7 +390,7 @@ backend_logprobs(void *impl, void *seq, uint32_t id, uint32_t k,
 	out[0].id = id;
 	out[0].logprob = id < n ? LP(s->logits[id]) : ENGINE_LOGPROB_MASKED;
 	for (j = 0; j < k; j++) {
-		out[1 + j].id = j < have ? top[j] : MODEL_TOKEN_EOS;
+		out[1 + j].id = j < have ? top[j] : mb->eos[0];
 		out[1 + j].logprob = j < have ? LP(s->logits[top[j]]) :
 		    ENGINE_LOGPROB_MASKED;
 	}
@@ -485,9 +558,11 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->vocab_size = mb->m->cfg.vocab_size;
 	/* EOS, and BOS, which llama2.c's story models emit between
 	 * stories */
-	out->eos_ids[0] = MODEL_TOKEN_EOS;
-	out->eos_ids[1] = MODEL_TOKEN_BOS;
-	out->n_eos = 2;
+	mb->eos[0] = MODEL_TOKEN_EOS;
+	mb->eos[1] = MODEL_TOKEN_BOS;
+	mb->n_eos = 2;
+	memcpy(out->eos_ids, mb->eos, sizeof(mb->eos));
+	out->n_eos = mb->n_eos;
 	out->seq_start = backend_seq_start;
 	out->step = backend_step;
 	out->token_text = backend_token_text;
