@@ -690,11 +690,8 @@ anthropic_prompt(const struct anthropic_request *req, struct ts_buf *out)
 		msgs[n].content = req->messages[i].text;
 		msgs[n++].len = req->messages[i].len;
 	}
-	if (req->tools_json != NULL)
-		rc = chat_render_tools(req->tools_json,
-		    strlen(req->tools_json), out);
-	if (rc == TS_OK)
-		rc = chat_render(msgs, n, out);
+	rc = chat_render_with_tools(req->tools_json, req->tools_json != NULL ?
+	    strlen(req->tools_json) : 0, msgs, n, 1, 0, out);
 	if (rc != TS_OK)
 		out->len = mark;
 	free(msgs);

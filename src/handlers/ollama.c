@@ -502,7 +502,8 @@ oll_build(struct server *srv, struct reply *rp, enum ollama_kind kind,
 	}
 	if (ollama_prompt(&ol->req, &oj->prompt) != TS_OK) {
 		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", "the prompt is too long");
+		    "invalid_value", "%s", chat_render_error()[0] ?
+		    chat_render_error() : "the prompt is too long");
 		goto refuse;
 	}
 	job->error_after = -1;

@@ -25,6 +25,7 @@
 #include "transport/relay.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
+#include "proto/chat.h"
 #include "proto/sse.h"
 #include "handlers/submit.h"
 #include "text/think.h"
@@ -923,8 +924,9 @@ v1_build(struct server *srv, struct reply *rp, enum openai_kind kind,
 	    ts_buf_append(&vj->prompt, vr->req.prompt, vr->req.prompt_len) !=
 	    TS_OK) {
 		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", kind != OPENAI_COMPLETIONS ?
-		    "the messages are too long" : "the prompt is too long");
+		    "invalid_value", "%s", kind == OPENAI_COMPLETIONS ?
+		    "the prompt is too long" : chat_render_error()[0] ?
+		    chat_render_error() : "the messages are too long");
 		goto refuse;
 	}
 	job->prefill_ms = -1.0;

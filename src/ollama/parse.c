@@ -702,11 +702,9 @@ ollama_prompt(const struct ollama_request *req, struct ts_buf *b)
 	enum ts_err rc = TS_OK;
 
 	if (req->kind == OLLAMA_CHAT) {
-		if (req->tools_json != NULL)
-			rc = chat_render_tools(req->tools_json,
-			    strlen(req->tools_json), b);
-		if (rc == TS_OK)
-			rc = chat_render(req->msgs, req->n_msgs, b);
+		rc = chat_render_with_tools(req->tools_json,
+		    req->tools_json != NULL ? strlen(req->tools_json) : 0,
+		    req->msgs, req->n_msgs, 1, 0, b);
 	} else if (req->raw) {
 		rc = ts_buf_append(b, req->prompt != NULL ? req->prompt : "",
 		    req->prompt_len);
@@ -719,11 +717,11 @@ ollama_prompt(const struct ollama_request *req, struct ts_buf *b)
 		m[k].role = CHAT_ROLE_USER;
 		m[k].content = req->prompt;
 		m[k++].len = req->prompt_len;
-		rc = chat_render(m, k, b);
+		rc = chat_render_with_tools(NULL, 0, m, k, 1, 0, b);
 	}
 	if (rc != TS_OK) {
 		b->len = mark;
-		return TS_ELIMIT;
+		return rc == TS_EINVAL ? TS_EINVAL : TS_ELIMIT;
 	}
 	return TS_OK;
 }
