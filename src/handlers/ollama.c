@@ -644,7 +644,8 @@ oll_info(const struct server *srv, struct ollama_model_info *mi)
 	    srv->backend->impl);
 	if (mi->context_length == 0)
 		mi->context_length = HTTP_MAX_TOKENS_CAP;
-	mi->template_text = CHAT_TEMPLATE;
+	mi->template_text = srv->chat_template != NULL ?
+	    srv->chat_template : CHAT_TEMPLATE;
 }
 
 /* Writes a 200 JSON answer made by the caller into b (after its head). */

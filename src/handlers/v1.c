@@ -1122,7 +1122,10 @@ model_info(struct server *srv, struct openai_model_info *mi)
 	/* The simulator has no context length: only max_tokens' cap. */
 	mi->max_model_len = srv->backend->context_len(srv->backend->impl);
 	mi->backend = srv->backend->name;
-	mi->chat_template = CHAT_TEMPLATE;
+	mi->chat_template = srv->chat_template != NULL ? srv->chat_template :
+	    CHAT_TEMPLATE;
+	mi->chat_template_source = srv->chat_template_source;
+	mi->model_meta = srv->model_meta;
 	mi->latency_profile = srv->profile;
 }
 
