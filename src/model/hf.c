@@ -549,9 +549,9 @@ hf_tokenizer_config_free(struct hf_tokenizer_config *t)
 {
 	if (t == NULL)
 		return;
-	free(t->chat_template);
-	free(t->bos_token);
-	free(t->eos_token);
+	free((char *)t->chat_template);
+	free((char *)t->bos_token);
+	free((char *)t->eos_token);
 	t->chat_template = t->bos_token = t->eos_token = NULL;
 }
 
@@ -568,8 +568,8 @@ hf_strdup(const json_t *v)
 /* bos_token / eos_token: a string, an AddedToken {"content": ...}, or
  * null. */
 static enum ts_err
-hf_token_text(const json_t *root, const char *key, char **out, char *err,
-    size_t errlen)
+hf_token_text(const json_t *root, const char *key, const char **out,
+    char *err, size_t errlen)
 {
 	json_t *v = hf_get(root, key);
 
@@ -591,18 +591,20 @@ hf_token_text(const json_t *root, const char *key, char **out, char *err,
  * the "default" one is used (tokenization_utils_base.py
  * get_chat_template). */
 static enum ts_err
-hf_template(const json_t *root, char **out, char *err, size_t errlen)
+hf_template(const json_t *root, const char **tpl, char *err, size_t errlen)
 {
 	json_t *v = hf_get(root, "chat_template"), *x;
+	char *out = NULL;
 	size_t i;
 
-	*out = NULL;
+	*tpl = NULL;
 	if (v == NULL)
 		return TS_OK;
 	if (json_is_string(v)) {
-		*out = hf_strdup(v);
-		if (*out == NULL)
+		out = hf_strdup(v);
+		if (out == NULL)
 			goto bad;
+		*tpl = out;
 		return TS_OK;
 	}
 	if (!json_is_array(v))
@@ -610,20 +612,20 @@ hf_template(const json_t *root, char **out, char *err, size_t errlen)
 	json_array_foreach(v, i, x) {
 		const char *name = json_string_value(json_object_get(x,
 		    "name"));
-		json_t *tpl = json_object_get(x, "template");
+		json_t *t = json_object_get(x, "template");
 
-		if (name == NULL || !json_is_string(tpl))
+		if (name == NULL || !json_is_string(t))
 			goto bad;
-		if (strcmp(name, "default") == 0 && *out == NULL) {
-			*out = hf_strdup(tpl);
-			if (*out == NULL)
+		if (strcmp(name, "default") == 0 && out == NULL) {
+			out = hf_strdup(t);
+			if (out == NULL)
 				goto bad;
 		}
 	}
+	*tpl = out;
 	return TS_OK;
 bad:
-	free(*out);
-	*out = NULL;
+	free(out);
 	snprintf(err, errlen, "chat_template is not a string or a list of "
 	    "{\"name\", \"template\"} strings");
 	return TS_EFORMAT;
@@ -1022,7 +1024,7 @@ hf_open(struct hf_model **out, const char *dir, char *err, size_t errlen)
 			rc = TS_EFORMAT;
 			goto bad;
 		}
-		free(m->tok.chat_template);
+		free((char *)m->tok.chat_template);
 		m->tok.chat_template = text;
 		text = NULL;
 	}

@@ -99,17 +99,19 @@ struct hf_generation {
 	uint32_t top_k;
 };
 
-/* tokenizer_config.json (and chat_template.jinja). Strings are owned by
- * the model (hf_close frees them); the writer only reads them. */
+/* tokenizer_config.json (and chat_template.jinja). The strings read are
+ * owned by the model (hf_close, hf_tokenizer_config_free free them);
+ * the writer only reads them (a caller's may be literals). */
 struct hf_tokenizer_config {
 	int present;                    /* tokenizer_config.json was there */
-	char *chat_template;            /* NULL: none. A list of named
+	const char *chat_template;      /* NULL: none. A list of named
 					 * templates gives the "default" one
 					 * (NULL when there is none) */
 	int has_add_bos_token, add_bos_token;
 	int has_add_eos_token, add_eos_token;
-	char *bos_token, *eos_token;    /* a string or an AddedToken's
+	const char *bos_token;          /* a string or an AddedToken's
 					 * content; NULL when absent/null */
+	const char *eos_token;          /* the same */
 	int has_model_max_length;
 	uint64_t model_max_length;      /* UINT64_MAX for transformers'
 					 * VERY_LARGE_INTEGER (1e30): none */

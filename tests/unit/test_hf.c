@@ -504,9 +504,6 @@ tiny_compare(const struct tiny *m, const struct hf_model *h)
 static void
 test_folder_round_trip(void **unused)
 {
-	static char tpl[] = "{% for m in messages %}{{ m.content }}"
-	    "{% endfor %}";
-	static char bos[] = "<s>";
 	struct tiny m;
 	struct hf_generation gen;
 	struct hf_tokenizer_config tok;
@@ -526,10 +523,11 @@ test_folder_round_trip(void **unused)
 	gen.has_top_p = 1;
 	gen.top_p = 0.95;
 	memset(&tok, 0, sizeof(tok));
-	tok.chat_template = tpl;
+	tok.chat_template = "{% for m in messages %}{{ m.content }}"
+	    "{% endfor %}";
 	tok.has_add_bos_token = 1;
 	tok.add_bos_token = 1;
-	tok.bos_token = bos;
+	tok.bos_token = "<s>";
 	memset(&spec, 0, sizeof(spec));
 	spec.cfg = &m.cfg;
 	spec.tensors = m.t;

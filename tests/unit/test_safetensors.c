@@ -519,6 +519,11 @@ test_set_errors(void **unused)
 	write_index("{\"a\":\"..\"}");
 	assert_int_equal(safetensors_set_open_dir(&s, dir, err, sizeof(err)),
 	    TS_EFORMAT);
+	assert_non_null(strstr(err, "'..', which is not a plain file name"));
+	write_index("{\"a\":\".hidden\"}");
+	assert_int_equal(safetensors_set_open_dir(&s, dir, err, sizeof(err)),
+	    TS_EFORMAT);
+	assert_non_null(strstr(err, "not a plain file name"));
 	write_index("{\"a\":\"sub\\\\x\"}");
 	assert_int_equal(safetensors_set_open_dir(&s, dir, err, sizeof(err)),
 	    TS_EFORMAT);
