@@ -463,6 +463,20 @@ hf_config_parse(struct hf_config *c, const char *text, size_t len,
 		rc = TS_EFORMAT;
 		goto out;
 	}
+	/* GPTQ, AWQ, bitsandbytes, FP8...: packed integer weights and
+	 * scales that the tensor check would refuse one by one */
+	v = hf_get(root, "quantization_config");
+	if (v != NULL) {
+		const char *qm = json_string_value(json_object_get(v,
+		    "quant_method"));
+
+		snprintf(err, errlen, "quantization_config%s%.40s%s is not "
+		    "supported (weights must be F32, F16 or BF16)",
+		    qm != NULL ? " (" : "", qm != NULL ? qm : "",
+		    qm != NULL ? ")" : "");
+		rc = TS_EFORMAT;
+		goto out;
+	}
 	/* transformers 5 renamed torch_dtype to dtype */
 	v = hf_get(root, "torch_dtype");
 	if (v == NULL)

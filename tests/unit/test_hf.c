@@ -281,6 +281,9 @@ test_config_refused(void **unused)
 	    "\"intermediate_size\": 172, \"num_hidden_layers\": 2, "
 	    "\"num_attention_heads\": 4, \"vocab_size\": 512}", TS_ELIMIT,
 	    "hidden_size 99999999 is out of range");
+	expect_config_error(LLAMA SHAPE ", \"quantization_config\": "
+	    "{\"quant_method\": \"gptq\", \"bits\": 4}}", TS_EFORMAT,
+	    "quantization_config (gptq) is not supported");
 	expect_config_error("[]", TS_EFORMAT, "not a JSON object");
 	expect_config_error("{", TS_EFORMAT, "not valid JSON");
 }

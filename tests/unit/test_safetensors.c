@@ -262,6 +262,40 @@ test_write_round_trip(void **unused)
 	    sizeof(err)), TS_EINVAL);
 }
 
+/* The writer's bytes, spelled out: the size, the compact header with
+ * __metadata__ first, spaces to a multiple of 8, the data. */
+static void
+test_write_exact_bytes(void **unused)
+{
+	static const char hdr[] = "{\"__metadata__\":{\"format\":\"pt\"},"
+	    "\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
+	    "\"data_offsets\":[0,4]}}";
+	static const float one = 1.0f;
+	const char *meta[] = { "format", "pt" };
+	struct st_write_tensor w = { "a", MODEL_DTYPE_F32, 1, { 1 }, &one };
+	unsigned char want[256], got[256];
+	size_t n = strlen(hdr), pad = (8 - n % 8) % 8, len;
+	char path[512];
+	FILE *f;
+
+	(void)unused;
+	assert_true(pad > 0);        /* the case exercises the padding */
+	memset(want, 0, sizeof(want));
+	want[0] = (unsigned char)(n + pad);
+	memcpy(want + 8, hdr, n);
+	memset(want + 8 + n, ' ', pad);
+	memcpy(want + 8 + n + pad, "\x00\x00\x80\x3f", 4);
+	snprintf(path, sizeof(path), "%s/one.safetensors", dir);
+	assert_int_equal(safetensors_write(path, &w, 1, meta, 1, err,
+	    sizeof(err)), TS_OK);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	len = fread(got, 1, sizeof(got), f);
+	fclose(f);
+	assert_int_equal(len, 8 + n + pad + 4);
+	assert_memory_equal(got, want, len);
+}
+
 /* Every prefix of a valid file is refused, cleanly, from memory and
  * from a file. */
 static void
@@ -638,6 +672,7 @@ main(void)
 		cmocka_unit_test_setup(test_hand_built_image, per_test_clean),
 		cmocka_unit_test_setup(test_shapes_accepted, per_test_clean),
 		cmocka_unit_test_setup(test_write_round_trip, per_test_clean),
+		cmocka_unit_test_setup(test_write_exact_bytes, per_test_clean),
 		cmocka_unit_test_setup(test_every_prefix, per_test_clean),
 		cmocka_unit_test_setup(test_header_size, per_test_clean),
 		cmocka_unit_test_setup(test_header_json, per_test_clean),
