@@ -1025,8 +1025,10 @@ hf_open(struct hf_model **out, const char *dir, char *err, size_t errlen)
 	free(text);
 	text = NULL;
 
-	/* newer transformers save the template in its own file; when both
-	 * exist the file is the one save_pretrained wrote last */
+	/* newer transformers save the template in its own file, and "if
+	 * independent chat template file(s) exist, they take priority over
+	 * template entries in the tokenizer config"
+	 * (tokenization_utils_base.py _from_pretrained) */
 	file = "chat_template.jinja";
 	rc = hf_read(dir, file, HF_MAX_TEMPLATE_BYTES, 1, &text, &len, err,
 	    errlen);

@@ -10,7 +10,8 @@
  *   DIR/generation_config.json       optional: eos ids, sampling defaults
  *   DIR/tokenizer_config.json        optional: chat template, bos/eos text
  *   DIR/chat_template.jinja          optional: the chat template (newer
- *                                    transformers write it here instead)
+ *                                    transformers write it here; it wins
+ *                                    over tokenizer_config.json's)
  *   DIR/tokenizer.json               only its path is recorded (parsed
  *                                    elsewhere)
  *
@@ -107,7 +108,10 @@ struct hf_tokenizer_config {
 	const char *chat_template;      /* NULL: none. A list of named
 					 * templates gives the "default" one
 					 * (NULL when there is none) */
-	int has_add_bos_token, add_bos_token;
+	int has_add_bos_token, add_bos_token;   /* recent transformers
+					 * drop these two when tokenizer.json
+					 * exists (its post_processor adds
+					 * BOS/EOS): _from_pretrained */
 	int has_add_eos_token, add_eos_token;
 	const char *bos_token;          /* a string or an AddedToken's
 					 * content; NULL when absent/null */
