@@ -1258,6 +1258,14 @@ hf_convert(const struct hf_write_tensor *t, uint64_t n)
 	return b;
 }
 
+static int
+hf_cmp_str(const void *a, const void *b)
+{
+	const char *const *x = a, *const *y = b;
+
+	return strcmp(*x, *y);
+}
+
 static enum ts_err
 hf_write_weights(const char *dir, const struct hf_write_spec *spec,
     char *err, size_t errlen)
@@ -1269,6 +1277,7 @@ hf_write_weights(const char *dir, const struct hf_write_spec *spec,
 	uint64_t *bytes = NULL, fill = 0, total = 0;
 	json_t *map = NULL, *index;
 	enum ts_err rc = TS_EINVAL;
+	const char **names = NULL;
 	char file[64], *path;
 
 	w = xcalloc(n + 1, sizeof(*w));
@@ -1304,6 +1313,20 @@ hf_write_weights(const char *dir, const struct hf_write_spec *spec,
 		shard[i] = n_shards > 0 ? n_shards - 1 : 0;
 		fill += bytes[i];
 	}
+	/* safetensors_write finds a name twice within a file; across
+	 * shards the index would silently keep one */
+	names = xcalloc(n + 1, sizeof(*names));
+	for (i = 0; i < n; i++)
+		names[i] = w[i].name != NULL ? w[i].name : "";
+	qsort(names, n, sizeof(*names), hf_cmp_str);
+	for (i = 1; i < n; i++) {
+		if (strcmp(names[i - 1], names[i]) == 0) {
+			snprintf(err, errlen, "tensor '%.200s' twice",
+			    names[i]);
+			rc = TS_EINVAL;
+			goto out;
+		}
+	}
 	if (spec->max_shard_bytes == 0) {
 		path = hf_path(dir, "model.safetensors");
 		rc = safetensors_write(path, w, n, meta, 1, err, errlen);
@@ -1336,6 +1359,7 @@ hf_write_weights(const char *dir, const struct hf_write_spec *spec,
 	json_decref(index);
 out:
 	json_decref(map);
+	free(names);
 	for (i = 0; i < n; i++)
 		free(conv[i]);
 	free(conv);

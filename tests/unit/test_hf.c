@@ -643,6 +643,13 @@ test_folder_shards(void **unused)
 	tiny_compare(&m, h);
 	hf_close(h);
 
+	/* a name twice, in different shards */
+	clean_dir();
+	m.t[1].name = m.t[m.n - 1].name;
+	assert_int_equal(hf_write(dir, &spec, err, sizeof(err)), TS_EINVAL);
+	assert_non_null(strstr(err, "twice"));
+	m.t[1].name = m.names[1];
+
 	/* one tensor larger than the limit gets a shard of its own */
 	spec.max_shard_bytes = 1;
 	clean_dir();
