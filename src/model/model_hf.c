@@ -118,7 +118,7 @@ llama3_factors(const struct hf_config *c, uint32_t head_size)
 
 	for (i = 0; i < head_size / 2; i++) {
 		double freq = 1.0 / pow(c->rope_theta, 2.0 * i / head_size);
-		double wavelen = 2.0 * M_PI / freq;
+		double wavelen = 2.0 * 3.14159265358979323846 / freq;
 
 		if (wavelen < hi) {
 			ff[i] = 1.0f;
