@@ -101,7 +101,7 @@ struct gguf;
  * stay valid and unchanged until gguf_close(*out). TS_EFORMAT with err
  * naming what and where ("truncated at byte 1234 reading the value of
  * key 'tokenizer.ggml.tokens' (needs 8 bytes, 3 left)"); *out is then
- * NULL. Aborts only on out of memory.
+ * NULL. err may be NULL when errlen is 0. Aborts only on out of memory.
  */
 enum ts_err gguf_parse(struct gguf **out, const void *data, size_t len,
     char *err, size_t errlen);
@@ -213,7 +213,10 @@ struct gguf_tensor {
 	uint32_t n_dims;        /* 1..4 */
 	uint64_t dims[4];       /* ne[0] = row length (innermost), as
 				 * ggml; dims past n_dims are 1 */
-	const void *data;       /* image + data offset + offset */
+	const void *data;       /* image + data offset + offset: aligned
+				 * to the file's alignment when the image
+				 * is (gguf_open's mapping is page-aligned;
+				 * a caller's buffer may be less) */
 	uint64_t bytes;         /* rows x row bytes of the type */
 	uint64_t offset;        /* from the data section, as in the file */
 };
