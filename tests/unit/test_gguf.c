@@ -695,6 +695,7 @@ test_hand_built(void **unused)
 static void
 test_header_refusals(void **unused)
 {
+	struct gguf *g;
 	struct img m;
 
 	(void)unused;
@@ -714,6 +715,11 @@ test_header_refusals(void **unused)
 	expect_refused(&m, "is version 3 byte-swapped: a big-endian file");
 	m.len = 0;
 	expect_refused(&m, "truncated at byte 0 reading the magic");
+	/* no message buffer */
+	hand_built(&m, 1);
+	g = (struct gguf *)1;
+	assert_int_equal(gguf_parse(&g, m.b, m.len, NULL, 0), TS_EFORMAT);
+	assert_null(g);
 }
 
 /*
