@@ -1726,6 +1726,8 @@ gguf_writer_write(struct gguf_writer *w, const char *path, char *err,
 {
 	struct ts_buf b;
 	uint8_t *zeros = NULL;
+	char *tmp;
+	size_t tlen;
 	FILE *f;
 	uint64_t i;
 	int ok, saved;
@@ -1734,11 +1736,18 @@ gguf_writer_write(struct gguf_writer *w, const char *path, char *err,
 		set_err(err, errlen, "%s", w->msg);
 		return w->rc;
 	}
-	f = fopen(path, "wb");
+	/* written beside path, then renamed over it: a process that has
+	 * the old file mapped keeps reading the old file, never a
+	 * truncated one (a shrunk mapping faults with SIGBUS) */
+	tlen = strlen(path) + 32;
+	tmp = xmalloc(tlen);
+	snprintf(tmp, tlen, "%s.tmp.%ld", path, (long)getpid());
+	f = fopen(tmp, "wb");
 	if (f == NULL) {
 		saved = errno;
 		set_err(err, errlen, "%s: cannot create: %s", path,
 		    strerror(saved));
+		free(tmp);
 		errno = saved;
 		return TS_ESYS;
 	}
@@ -1762,12 +1771,18 @@ gguf_writer_write(struct gguf_writer *w, const char *path, char *err,
 		ok = 0;
 		saved = errno;
 	}
+	if (ok && rename(tmp, path) != 0) {
+		ok = 0;
+		saved = errno;
+	}
 	if (!ok) {
 		set_err(err, errlen, "%s: cannot write: %s", path,
 		    strerror(saved));
-		unlink(path);
+		unlink(tmp);
+		free(tmp);
 		errno = saved;
 		return TS_ESYS;
 	}
+	free(tmp);
 	return TS_OK;
 }

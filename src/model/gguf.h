@@ -308,12 +308,13 @@ enum ts_err gguf_writer_add_tensor(struct gguf_writer *w, const char *name,
     uint32_t type, uint32_t n_dims, const uint64_t *dims, const void *data);
 
 /*
- * Writes the file to path (created or truncated, mode 0644 less the
- * umask): header, keys, tensor infos, padding, tensor data, each tensor
- * padded with zeros to the alignment (as ggml's gguf_write_to_file).
- * TS_EINVAL with the first refused call's message; TS_ESYS (errno kept)
- * when the file cannot be written, err starting with the path; a
- * partial file is removed.
+ * Writes the file to path: header, keys, tensor infos, padding, tensor
+ * data, each tensor padded with zeros to the alignment (as ggml's
+ * gguf_write_to_file). The bytes go to "path.tmp.PID" (mode 0666 less
+ * the umask), renamed to path once whole, so a reader of an old file at
+ * path never sees a partial one. TS_EINVAL with the first refused
+ * call's message; TS_ESYS (errno kept) when it cannot be written, err
+ * starting with the path; the temporary file is removed.
  */
 enum ts_err gguf_writer_write(struct gguf_writer *w, const char *path,
     char *err, size_t errlen);

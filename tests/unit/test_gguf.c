@@ -1247,6 +1247,54 @@ test_writer_refusals(void **unused)
 	gguf_writer_free(w);
 }
 
+/*
+ * Writing over a file another reader has mapped: the reader keeps the
+ * old file whole (it was renamed over, not truncated), a new open sees
+ * the new one, and no temporary file is left.
+ */
+static void
+test_write_replaces(void **unused)
+{
+	static const uint64_t d[] = { 1024 };
+	static float big[1024];
+	struct gguf_writer *w = gguf_writer_new(0);
+	struct gguf *old, *now;
+	const struct gguf_tensor *t;
+	char path[300], tmp[340], err[512];
+	uint32_t v;
+	struct stat sb;
+
+	(void)unused;
+	big[1023] = 7.0f;
+	tmp_path(path, sizeof(path), "hand.gguf");
+	gguf_writer_set_u32(w, "v", 1);
+	gguf_writer_add_tensor(w, "big", MODEL_DTYPE_F32, 1, d, big);
+	assert_int_equal(gguf_writer_write(w, path, err, sizeof(err)), TS_OK);
+	gguf_writer_free(w);
+	if (gguf_open(&old, path, err, sizeof(err)) != TS_OK)
+		fail_msg("%s", err);
+
+	w = gguf_writer_new(0);
+	gguf_writer_set_u32(w, "v", 2);
+	assert_int_equal(gguf_writer_write(w, path, err, sizeof(err)), TS_OK);
+	gguf_writer_free(w);
+	/* the old mapping: its key and the last byte of its tensor */
+	assert_int_equal(gguf_get_u32(old, "v", &v, err, 512), TS_OK);
+	assert_int_equal(v, 1);
+	t = gguf_tensor_find(old, "big");
+	assert_non_null(t);
+	assert_memory_equal((const float *)t->data + 1023, &big[1023], 4);
+	if (gguf_open(&now, path, err, sizeof(err)) != TS_OK)
+		fail_msg("%s", err);
+	assert_int_equal(gguf_get_u32(now, "v", &v, err, 512), TS_OK);
+	assert_int_equal(v, 2);
+	assert_int_equal(gguf_tensor_count(now), 0);
+	gguf_close(now);
+	gguf_close(old);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+	assert_int_equal(stat(tmp, &sb), -1);
+}
+
 int
 main(void)
 {
@@ -1265,6 +1313,7 @@ main(void)
 		cmocka_unit_test(test_vocabulary),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_writer_refusals),
+		cmocka_unit_test(test_write_replaces),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
