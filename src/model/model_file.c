@@ -2,6 +2,7 @@
  * model/model_file.c - opening a model of any supported format
  * (model_file.h): the dispatch, and llama2.c checkpoints.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "model/model_file.h"
 
 #include <errno.h>

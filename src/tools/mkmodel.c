@@ -7,7 +7,7 @@
  * Exit status: 0 written, 1 a file could not be written, 2 bad
  * arguments (one line on stderr says which).
  */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
