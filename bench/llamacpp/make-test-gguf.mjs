@@ -6,7 +6,7 @@
 //
 //   node make-test-gguf.mjs OUT.gguf [--type f32|f16|bf16|q8_0|q4_0]
 //       [--dim 64] [--layers 2] [--heads 4] [--kv-heads 2] [--hidden 192]
-//       [--context 256] [--seed 1]
+//       [--context 256] [--seed 1] [--reference ID,ID,... [--tokens 32]]
 //
 // The layout follows the GGUF specification (ggml-org/ggml docs/gguf.md):
 // header (magic "GGUF", version 3, tensor count, metadata count), the
@@ -33,6 +33,11 @@
 //
 // Prints one JSON line: the path, the type, the shape and the bytes of the
 // weights (the TPOT floor's numerator: every weight is read once a token).
+// With --reference, also reference_ids: the greedy ids after that prompt
+// from a plain float forward pass over the weights as stored (decoded from
+// the file's bytes), to check an engine's ids against (run.mjs prints
+// llama.cpp's; llama.cpp keeps its KV cache in F16, so a near-tie of two
+// logits may still part them).
 import fs from "node:fs";
 
 const GGUF_TYPE = { u8: 0, i8: 1, u16: 2, i16: 3, u32: 4, i32: 5, f32: 6,
@@ -51,16 +56,18 @@ function usage(code) {
 	(code ? process.stderr : process.stdout).write(
 	    "usage: node make-test-gguf.mjs OUT.gguf [--type f32|f16|bf16|" +
 	    "q8_0|q4_0]\n  [--dim 64] [--layers 2] [--heads 4] [--kv-heads 2] " +
-	    "[--hidden 192] [--context 256] [--seed 1]\n");
+	    "[--hidden 192] [--context 256] [--seed 1]\n" +
+	    "  [--reference ID,ID,... [--tokens 32]]\n");
 	process.exit(code);
 }
 
 function parseArgs(argv) {
 	const o = { out: null, type: "f32", dim: 64, layers: 2, heads: 4,
-		kvHeads: 2, hidden: 192, context: 256, seed: 1 };
+		kvHeads: 2, hidden: 192, context: 256, seed: 1, reference: null,
+		tokens: 32 };
 	const num = { "--dim": "dim", "--layers": "layers", "--heads": "heads",
 		"--kv-heads": "kvHeads", "--hidden": "hidden",
-		"--context": "context", "--seed": "seed" };
+		"--context": "context", "--seed": "seed", "--tokens": "tokens" };
 	for (let i = 0; i < argv.length; i++) {
 		const a = argv[i];
 		if (a === "-h" || a === "--help")
@@ -69,6 +76,11 @@ function parseArgs(argv) {
 			o.type = String(argv[++i]).toLowerCase();
 			if (!(o.type in GGML))
 				usage(2);
+		} else if (a === "--reference") {
+			const s = String(argv[++i] ?? "");
+			if (!/^\d+(,\d+)*$/.test(s))
+				usage(2);
+			o.reference = s.split(",").map(Number);
 		} else if (a in num) {
 			const v = Number(argv[++i]);
 			if (!Number.isInteger(v) || v <= 0 || v > 1 << 20)
@@ -198,6 +210,142 @@ function encode(x, ne0, type) {
 	return out;
 }
 
+// The floats a reader gets back from encode()'s bytes (the weights the
+// file really holds, for the reference forward pass).
+function decode(buf, n, type) {
+	const x = new Float32Array(n);
+	if (type === "f32")
+		for (let i = 0; i < n; i++)
+			x[i] = buf.readFloatLE(i * 4);
+	else if (type === "f16")
+		for (let i = 0; i < n; i++)
+			x[i] = fromF16(buf.readUInt16LE(i * 2));
+	else if (type === "bf16")
+		for (let i = 0; i < n; i++) {
+			u32buf[0] = buf.readUInt16LE(i * 2) << 16;
+			x[i] = f32buf[0];
+		}
+	else if (type === "q8_0")
+		for (let b = 0; b < n / 32; b++) {
+			const d = fromF16(buf.readUInt16LE(b * 34));
+			for (let j = 0; j < 32; j++)
+				x[b * 32 + j] = d * buf.readInt8(b * 34 + 2 + j);
+		}
+	else if (type === "q4_0")
+		for (let b = 0; b < n / 32; b++) {
+			const d = fromF16(buf.readUInt16LE(b * 18));
+			for (let j = 0; j < 16; j++) {
+				const q = buf.readUInt8(b * 18 + 2 + j);
+				x[b * 32 + j] = d * ((q & 15) - 8);
+				x[b * 32 + 16 + j] = d * ((q >> 4) - 8);
+			}
+		}
+	return x;
+}
+
+// ---- the reference forward pass --------------------------------------------
+
+// Greedy ids from the weights `w` (name -> Float32Array, as decoded from
+// the file), computed the way llama.cpp's "llama" graph does in float:
+// RMSNorm x / sqrt(mean(x^2) + eps) times the gain; y = W x with W's row r
+// (ne0 long) giving y[r]; RoPE in llama.cpp's normal mode (pairs 2i, 2i+1
+// of each head rotated by pos * base^(-2i / head_dim)); causal attention
+// scaled by 1 / sqrt(head_dim), query head h on kv head h / (heads /
+// kv_heads); SwiGLU FFN down(silu(gate x) * up x); logits = output x,
+// argmax (the lowest id among equal maxima). Each generated id is fed
+// back, so n ids take prompt + n - 1 positions.
+function reference(o, w, nVocab, prompt, n) {
+	const hd = o.dim / o.heads, kvDim = hd * o.kvHeads;
+	const group = o.heads / o.kvHeads, eps = 1e-5;
+	const kc = [], vc = [];
+	for (let l = 0; l < o.layers; l++) {
+		kc.push([]);
+		vc.push([]);
+	}
+	const matvec = (m, x, rows) => {
+		const y = new Float32Array(rows), cols = x.length;
+		for (let r = 0; r < rows; r++) {
+			let s = 0;
+			for (let c = 0; c < cols; c++)
+				s += m[r * cols + c] * x[c];
+			y[r] = s;
+		}
+		return y;
+	};
+	const rmsnorm = (x, g) => {
+		let ss = 0;
+		for (const v of x)
+			ss += v * v;
+		const k = 1 / Math.sqrt(ss / x.length + eps);
+		return x.map((v, i) => v * k * g[i]);
+	};
+	const rope = (x, pos, heads) => {
+		for (let h = 0; h < heads; h++)
+			for (let i = 0; i < hd; i += 2) {
+				const th = pos * Math.pow(10000, -i / hd);
+				const c = Math.cos(th), s = Math.sin(th);
+				const a = x[h * hd + i], b = x[h * hd + i + 1];
+				x[h * hd + i] = a * c - b * s;
+				x[h * hd + i + 1] = a * s + b * c;
+			}
+	};
+	const step = (tok, pos) => {
+		let x = w["token_embd.weight"].slice(tok * o.dim,
+		    (tok + 1) * o.dim);
+		for (let l = 0; l < o.layers; l++) {
+			const p = "blk." + l + ".";
+			const xn = rmsnorm(x, w[p + "attn_norm.weight"]);
+			const q = matvec(w[p + "attn_q.weight"], xn, o.dim);
+			const k = matvec(w[p + "attn_k.weight"], xn, kvDim);
+			const v = matvec(w[p + "attn_v.weight"], xn, kvDim);
+			rope(q, pos, o.heads);
+			rope(k, pos, o.kvHeads);
+			kc[l].push(k);
+			vc[l].push(v);
+			const att = new Float32Array(o.dim);
+			for (let h = 0; h < o.heads; h++) {
+				const kvh = Math.floor(h / group);
+				const sc = kc[l].map((kk) => {
+					let s = 0;
+					for (let i = 0; i < hd; i++)
+						s += q[h * hd + i] * kk[kvh * hd + i];
+					return s / Math.sqrt(hd);
+				});
+				const mx = Math.max(...sc);
+				const e = sc.map((s) => Math.exp(s - mx));
+				const sum = e.reduce((a, b) => a + b, 0);
+				for (let t = 0; t < e.length; t++)
+					for (let i = 0; i < hd; i++)
+						att[h * hd + i] += e[t] / sum *
+						    vc[l][t][kvh * hd + i];
+			}
+			const ao = matvec(w[p + "attn_output.weight"], att, o.dim);
+			x = x.map((v, i) => v + ao[i]);
+			const xf = rmsnorm(x, w[p + "ffn_norm.weight"]);
+			const g = matvec(w[p + "ffn_gate.weight"], xf, o.hidden);
+			const u = matvec(w[p + "ffn_up.weight"], xf, o.hidden);
+			const hmid = g.map((a, i) => a / (1 + Math.exp(-a)) * u[i]);
+			const d = matvec(w[p + "ffn_down.weight"], hmid, o.dim);
+			x = x.map((v, i) => v + d[i]);
+		}
+		const logits = matvec(w["output.weight"],
+		    rmsnorm(x, w["output_norm.weight"]), nVocab);
+		let best = 0;
+		for (let i = 1; i < nVocab; i++)
+			if (logits[i] > logits[best])
+				best = i;
+		return best;
+	};
+	let tok = 0;
+	prompt.forEach((t, pos) => { tok = step(t, pos); });
+	const ids = [tok];
+	for (let pos = prompt.length; ids.length < n; pos++) {
+		tok = step(tok, pos);
+		ids.push(tok);
+	}
+	return ids;
+}
+
 // ---- metadata encoding ----------------------------------------------------
 
 function gstr(s) {
@@ -314,7 +462,7 @@ function main() {
 	shapes.push(["output_norm.weight", o.dim, 0],
 	    ["output.weight", o.dim, nVocab]);
 
-	const infos = [], datas = [];
+	const infos = [], datas = [], stored = {};
 	let offset = 0, weightBytes = 0, params = 0;
 	for (const [name, ne0, ne1] of shapes) {
 		const n = ne0 * (ne1 || 1);
@@ -330,6 +478,8 @@ function main() {
 		if (ne0 % GGML[type].block)
 			type = "f32";
 		const data = encode(x, ne0, type);
+		if (o.reference)
+			stored[name] = decode(data, n, type);
 		const dims = ne1 === 0 ? [ne0] : [ne0, ne1];
 		const parts = [gstr(name), u32(dims.length)];
 		for (const d of dims)
@@ -353,7 +503,10 @@ function main() {
 	process.stdout.write(JSON.stringify({ path: o.out, type: o.type,
 		dim: o.dim, layers: o.layers, heads: o.heads,
 		kv_heads: o.kvHeads, hidden: o.hidden, context: o.context,
-		vocab: nVocab, params, weight_bytes: weightBytes }) + "\n");
+		vocab: nVocab, params, weight_bytes: weightBytes,
+		...(o.reference ? { prompt_ids: o.reference,
+			reference_ids: reference(o, stored, nVocab, o.reference,
+			    o.tokens) } : {}) }) + "\n");
 }
 
 // Self-check of the f16 conversion on values with known encodings.
