@@ -6,7 +6,7 @@
 // decodes N tokens and prints one JSON line of timings.
 //
 //   node run.mjs MODEL.gguf --prompt-ids 1,45,299 [--tokens 64]
-//       [--threads 1] [--batch 1] [--warmup 8]
+//       [--threads 1] [--batch 1] [--warmup 8] [--flash-attn auto|on|off]
 //
 // --batch B > 1 decodes B sequences together in one context
 // (createContext({sequences: B}), one getSequence() each, the same prompt
@@ -37,7 +37,9 @@
 //                   context at every decode (a list of the distinct values);
 //                   cpu_per_wall: the process's CPU time over wall time in
 //                   the measured run (about T when T threads compute)
-//   llama_cpp_build, cpu_variant, cpu_features, flash_attention, node
+//   llama_cpp_build, cpu_variant, cpu_features, node
+//   flash_attention the context's setting: --flash-attn (default auto:
+//                   llama.cpp decides)
 // Progress and llama.cpp's log lines go to stderr.
 //
 // Greedy decoding is pure argmax: temperature 0 (controlledEvaluate's
@@ -59,7 +61,8 @@ process.env.NODE_LLAMA_CPP_SKIP_DOWNLOAD = "true";
 process.env.NODE_LLAMA_CPP_GPU = "false";
 
 const USAGE = "usage: node run.mjs MODEL.gguf --prompt-ids ID,ID,... " +
-    "[--tokens N] [--threads T] [--batch B] [--warmup W]\n";
+    "[--tokens N] [--threads T] [--batch B] [--warmup W]\n" +
+    "  [--flash-attn auto|on|off]\n";
 
 function die(code, msg) {
 	process.stderr.write((msg ? "run.mjs: " + msg + "\n" : "") +
@@ -69,7 +72,7 @@ function die(code, msg) {
 
 function parseArgs(argv) {
 	const o = { model: null, ids: null, tokens: 64, threads: 1, batch: 1,
-		warmup: 8 };
+		warmup: 8, flashAttn: "auto" };
 	const num = { "--tokens": "tokens", "--threads": "threads",
 		"--batch": "batch", "--warmup": "warmup" };
 	for (let i = 0; i < argv.length; i++) {
@@ -82,6 +85,11 @@ function parseArgs(argv) {
 			if (!/^\d+(,\d+)*$/.test(s))
 				die(2, "--prompt-ids: comma-separated token ids");
 			o.ids = s.split(",").map(Number);
+		} else if (a === "--flash-attn") {
+			const v = argv[++i];
+			if (!["auto", "on", "off"].includes(v))
+				die(2, "--flash-attn: auto, on or off");
+			o.flashAttn = v;
 		} else if (a in num) {
 			const v = Number(argv[++i]);
 			if (!Number.isInteger(v) || v < (a === "--warmup" ? 0 : 1) ||
@@ -230,6 +238,8 @@ async function main() {
 		sequences: o.batch,
 		batchSize: Math.max(o.ids.length * o.batch, o.batch),
 		threads: o.threads,
+		flashAttention: o.flashAttn === "auto" ? "auto" :
+		    o.flashAttn === "on",
 	});
 	const seqs = [];
 	for (let i = 0; i < o.batch; i++)
@@ -327,8 +337,9 @@ async function main() {
 		    ((stepEnd[o.tokens - 1] - stepEnd[0]) / 1e3), 1) : null,
 		decode_ms_median: watched ? round(quantile(decodeSteps.map(
 		    (d) => d.ms), 0.5)) : null,
-		tokens_per_decode: watched ? [Math.min(...decodeSteps.map(
-		    (d) => d.n)), Math.max(...decodeSteps.map((d) => d.n))] : null,
+		tokens_per_decode: watched && decodeSteps.length ?
+		    [Math.min(...decodeSteps.map((d) => d.n)),
+		    Math.max(...decodeSteps.map((d) => d.n))] : null,
 		threads: o.threads,
 		threads_reported: watched ? [...new Set(decodes.map(
 		    (d) => d.threads))] : [context.currentThreads],
