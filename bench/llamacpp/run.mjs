@@ -36,7 +36,11 @@
 //   threads         --threads; threads_reported: llama_n_threads() of the
 //                   context at every decode (a list of the distinct values);
 //                   cpu_per_wall: the process's CPU time over wall time in
-//                   the measured run (about T when T threads compute)
+//                   the measured run (about T when T threads compute on
+//                   an idle machine); compute_threads_seen: 1 + the most
+//                   OS threads seen during the warm-up above the count at
+//                   rest (ggml starts T - 1 helpers for each graph; a
+//                   decode too short to be caught may show fewer)
 //   llama_cpp_build, cpu_variant, cpu_features, node
 //   flash_attention the context's setting: --flash-attn (default auto:
 //                   llama.cpp decides)
@@ -300,8 +304,31 @@ async function main() {
 		return { start, res };
 	}
 
+	// During the warm-up, count this process's OS threads as often as
+	// the event loop allows: ggml starts its T - 1 helper threads for
+	// each graph (the first thread is the libuv worker that runs
+	// llama_decode), so the most seen above the count at rest, plus one,
+	// is the number of threads that really computed. Not during the
+	// measured run: the polling costs CPU.
+	const taskCount = () => {
+		try {
+			return fs.readdirSync("/proc/self/task").length;
+		} catch {
+			return null;
+		}
+	};
+	const rest = taskCount();
+	let most = rest, polling = o.warmup > 0 && rest != null;
+	const poll = () => {
+		if (!polling)
+			return;
+		most = Math.max(most, taskCount() ?? 0);
+		setImmediate(poll);
+	};
+	poll();
 	if (o.warmup > 0)
 		await generate(Math.min(o.warmup, o.tokens));
+	polling = false;
 	decodes.length = 0;
 	const cpu0 = process.cpuUsage();
 	const { start, res } = await generate(o.tokens);
@@ -343,6 +370,8 @@ async function main() {
 		threads: o.threads,
 		threads_reported: watched ? [...new Set(decodes.map(
 		    (d) => d.threads))] : [context.currentThreads],
+		compute_threads_seen: o.warmup > 0 && rest != null ?
+		    1 + most - rest : null,
 		cpu_per_wall: round((cpu.user + cpu.system) / 1e3 / wall, 2),
 		batch: o.batch,
 		llama_cpp_build: rel.repo + " " + rel.release +

@@ -65,7 +65,7 @@ console.log("greedy ids: " + (allIds.size === 1 ?
     "the same in every run and sequence" :
     allIds.size + " different sequences of ids across the runs") + "\n");
 console.log("| threads | batch | prefill ms | TPOT median ms | TPOT p90 ms " +
-    "| output tok/s | llama_decode ms | tokens/decode | threads seen " +
+    "| output tok/s | llama_decode ms | tokens/decode | threads: llama.cpp / OS " +
     "| CPU/wall | floor ms | TPOT/floor |");
 console.log("|---|---|---|---|---|---|---|---|---|---|---|---|");
 for (const [, g] of [...groups].sort((a, b) => a[1][0].threads -
@@ -78,10 +78,11 @@ for (const [, g] of [...groups].sort((a, b) => a[1][0].threads -
 	const tpdLo = Math.min(...tpd.map((x) => x[0]));
 	const tpdHi = Math.max(...tpd.map((x) => x[1]));
 	const seen = [...new Set(g.flatMap((r) => r.threads_reported))];
+	const os = [...new Set(g.map((r) => r.compute_threads_seen ?? "?"))];
 	console.log("| " + [t, b, fmt(m("prefill_ms")), fmt(tpot, 3),
 		fmt(m("tpot_ms_p90"), 3), fmt(m("tokens_per_s"), 1),
 		fmt(m("decode_ms_median"), 3),
 		tpd.length ? (tpdLo === tpdHi ? tpdLo : tpdLo + "-" + tpdHi) : "-",
-		seen.join(","), fmt(m("cpu_per_wall")), fmt(floor, 4),
+		seen.join(",") + " / " + os.join(","), fmt(m("cpu_per_wall")), fmt(floor, 4),
 		floor && tpot ? fmt(tpot / floor, 1) : "-"].join(" | ") + " |");
 }
