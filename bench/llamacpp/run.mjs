@@ -44,14 +44,16 @@
 //   llama_cpp_build, cpu_variant, cpu_features, node
 //   flash_attention the context's setting: --flash-attn (default auto:
 //                   llama.cpp decides)
+//   prompt_tokens, tokens, batch; model_bytes (node-llama-cpp's model.size:
+//                   the weights); load_ms (library and model load)
 // Progress and llama.cpp's log lines go to stderr.
 //
 // Greedy decoding is pure argmax: temperature 0 (controlledEvaluate's
-// generateNext.options) makes node-llama-cpp's
-// sampler chain llama_sampler_init_greedy() alone (llama/addon/
-// AddonSampler.cpp: no top-k, top-p, min-p or seed sampler when the
-// temperature is 0), and no repeatPenalty, dryRepeatPenalty, tokenBias,
-// xtc or grammar is passed, so none of them is in the chain.
+// generateNext.options) makes node-llama-cpp's sampler chain
+// llama_sampler_init_greedy() alone (llama/addon/AddonSampler.cpp: no
+// top-k, top-p, min-p or seed sampler when the temperature is 0), and no
+// repeatPenalty, dryRepeatPenalty, tokenBias, xtc or grammar is passed, so
+// none of them is in the chain.
 // An end-of-generation token is fed back like any other and decoding goes
 // on, so every run decodes exactly N tokens.
 //
