@@ -16,7 +16,9 @@
  *   3. prefill: time to first token against the prompt's length.
  * With --model and --tokenizer, that model replaces the synthetic ones;
  * with --prompt as well, it generates text instead (a smoke test for a
- * real llama2.c checkpoint).
+ * real llama2.c checkpoint). With --bandwidth-only, table 1 alone (for a
+ * script that computes the floor of another engine, e.g.
+ * scripts/bench-llamacpp).
  *
  * Exit status: 0, 1 on a failure (stderr says which), 2 bad arguments.
  */
@@ -52,6 +54,7 @@
 struct bench_opts {
 	uint32_t threads;            /* 0 = online CPUs */
 	int quick;                   /* smaller models, fewer runs */
+	int bandwidth_only;          /* the bandwidth table alone */
 	const char *model, *tokenizer, *prompt;
 	uint32_t n;                  /* tokens to generate with --prompt */
 };
@@ -470,7 +473,8 @@ bench_usage(FILE *f)
 {
 	fputs("usage: tokstream-model-bench [--threads N] [--quick]\n"
 	    "           [--model FILE --tokenizer FILE [--prompt TEXT [-n N]]]"
-	    "\n\n"
+	    "\n       tokstream-model-bench --bandwidth-only [--threads N] "
+	    "[--quick]\n\n"
 	    "Measures memory bandwidth, then the llama backend's decode step\n"
 	    "time (TPOT) next to its floor (weight bytes / bandwidth) and\n"
 	    "its prefill time, on synthetic models of about 1M to 63M\n"
@@ -478,6 +482,7 @@ bench_usage(FILE *f)
 	    "/tmp).\n\n"
 	    "  --threads N        compute threads (default: online CPUs)\n"
 	    "  --quick            the two smallest models, fewer runs\n"
+	    "  --bandwidth-only   print the memory bandwidth table only\n"
 	    "  --model FILE       a llama2.c checkpoint instead\n"
 	    "  --tokenizer FILE   its tokenizer.bin\n"
 	    "  --prompt TEXT      generate from TEXT instead of measuring\n"
@@ -490,6 +495,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 'T' },
 		{ "quick", no_argument, NULL, 'q' },
+		{ "bandwidth-only", no_argument, NULL, 'B' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 't' },
 		{ "prompt", required_argument, NULL, 'p' },
@@ -531,6 +537,7 @@ main(int argc, char **argv)
 			}
 			break;
 		case 'q': o.quick = 1; break;
+		case 'B': o.bandwidth_only = 1; break;
 		case 'm': o.model = optarg; break;
 		case 't': o.tokenizer = optarg; break;
 		case 'p': o.prompt = optarg; break;
@@ -539,7 +546,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (optind < argc || (o.model == NULL) != (o.tokenizer == NULL) ||
-	    (o.prompt != NULL && o.model == NULL)) {
+	    (o.prompt != NULL && o.model == NULL) ||
+	    (o.bandwidth_only && o.model != NULL)) {
 		bench_usage(stderr);
 		return BENCH_EXIT_USAGE;
 	}
@@ -557,6 +565,8 @@ main(int argc, char **argv)
 	runs = o.quick ? 3 : BENCH_BW_RUNS;
 	steps = o.quick ? 8 : BENCH_DECODE_STEPS;
 	bw = bench_bandwidth(o.threads, runs);
+	if (o.bandwidth_only)
+		return bw > 0 ? 0 : BENCH_EXIT_FAIL;
 	if (o.model != NULL) {
 		if (bench_open(&b, o.model, o.tokenizer, o.threads) != 0)
 			return BENCH_EXIT_FAIL;
