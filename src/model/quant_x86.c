@@ -271,6 +271,72 @@ q8_0_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 		out[r] = hsum8(acc[r]);
 }
 
+/*
+ * Two blocks per 512-bit step (the rows' fp16 scales of both blocks
+ * widened together): d of the two blocks as [d0 x a, d1 x a, ...] by
+ * `idx`, from the fp16 values at p0 and p1.
+ */
+BODY512 __m512
+d_pair(const uint8_t *p0, const uint8_t *p1, __m512i idx)
+{
+	__m128i h = _mm_insert_epi16(_mm_cvtsi32_si128(quant_ld16(p0)),
+	    quant_ld16(p1), 1);
+
+	return _mm512_permutexvar_ps(idx, _mm512_castps128_ps512(
+	    _mm_cvtph_ps(h)));
+}
+
+/* the 64 bytes of two 32-byte runs as one register */
+BODY512 __m512i
+load2x256(const uint8_t *p0, const uint8_t *p1)
+{
+	return _mm512_inserti64x4(_mm512_castsi256_si512(load256(p0)),
+	    load256(p1), 1);
+}
+
+/* q8_0_rows512 over pairs of blocks; an odd last block by the 256-bit
+ * steps */
+BODY512 void
+q8_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
+    const uint8_t *xq, float *out, const int R)
+{
+	const __m512i k80 = _mm512_set1_epi8((char)0x80);
+	const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1,
+	    0, 0, 0, 0, 0, 0, 0, 0);
+	__m512 acc[4];
+	float tail[4];
+	size_t b;
+	int r;
+
+	for (r = 0; r < R; r++)
+		acc[r] = _mm512_setzero_ps();
+	for (b = 0; b + 2 <= nb; b += 2) {
+		const uint8_t *y0 = xq + b * QUANT_Q8_0_BYTES;
+		const uint8_t *y1 = y0 + QUANT_Q8_0_BYTES;
+		const __m512i qy = load2x256(y0 + 2, y1 + 2);
+		const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(),
+		    _mm512_dpbusd_epi32(_mm512_setzero_si512(), k80, qy));
+		const __m512 dy = d_pair(y0, y1, idx);
+
+		for (r = 0; r < R; r++) {
+			const uint8_t *x0 = w + r * stride +
+			    b * QUANT_Q8_0_BYTES;
+			const uint8_t *x1 = x0 + QUANT_Q8_0_BYTES;
+			const __m512i p = _mm512_dpbusd_epi32(c,
+			    _mm512_xor_si512(load2x256(x0 + 2, x1 + 2), k80),
+			    qy);
+
+			acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d_pair(x0, x1,
+			    idx), dy), _mm512_cvtepi32_ps(p), acc[r]);
+		}
+	}
+	if (b < nb)
+		q8_0_rows512(w + b * QUANT_Q8_0_BYTES, stride, 1,
+		    xq + b * QUANT_Q8_0_BYTES, tail, R);
+	for (r = 0; r < R; r++)
+		out[r] = _mm512_reduce_add_ps(acc[r]) + (b < nb ? tail[r] : 0);
+}
+
 /* ---- Q4_0 x Q8_0 ------------------------------------------------------ */
 
 /*
@@ -345,6 +411,60 @@ q4_0_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 	}
 	for (r = 0; r < R; r++)
 		out[r] = hsum8(acc[r]);
+}
+
+/*
+ * q4_0_rows512 over pairs of blocks: the two blocks' 16 + 16 bytes of
+ * nibbles become 128-bit lanes [lo0, lo1, hi0, hi1]; y's lanes are put
+ * in the same order once per pair for all rows, so d runs [d0 x 4,
+ * d1 x 4, d0 x 4, d1 x 4].
+ */
+BODY512 void
+q4_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
+    const uint8_t *xq, float *out, const int R)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
+	const __m512i idx = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0,
+	    1, 1, 1, 1, 0, 0, 0, 0);
+	__m512 acc[4];
+	float tail[4];
+	size_t b;
+	int r;
+
+	for (r = 0; r < R; r++)
+		acc[r] = _mm512_setzero_ps();
+	for (b = 0; b + 2 <= nb; b += 2) {
+		const uint8_t *y0 = xq + b * QUANT_Q8_0_BYTES;
+		const uint8_t *y1 = y0 + QUANT_Q8_0_BYTES;
+		/* [y0 0..15, y1 0..15, y0 16..31, y1 16..31] */
+		const __m512i qy = _mm512_shuffle_i64x2(load2x256(y0 + 2,
+		    y1 + 2), load2x256(y0 + 2, y1 + 2),
+		    _MM_SHUFFLE(3, 1, 2, 0));
+		const __m512i c = _mm512_sub_epi32(_mm512_setzero_si512(),
+		    _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+		    _mm512_set1_epi8(8), qy));
+		const __m512 dy = d_pair(y0, y1, idx);
+
+		for (r = 0; r < R; r++) {
+			const uint8_t *x0 = w + r * stride +
+			    b * QUANT_Q4_0_BYTES;
+			const uint8_t *x1 = x0 + QUANT_Q4_0_BYTES;
+			const __m256i t = _mm256_set_m128i(load128(x1 + 2),
+			    load128(x0 + 2));
+			const __m512i q = _mm512_and_si512(_mm512_inserti64x4(
+			    _mm512_castsi256_si512(t), _mm256_srli_epi16(t, 4),
+			    1), m4);
+			const __m512i p = _mm512_dpbusd_epi32(c, q, qy);
+
+			acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(d_pair(x0, x1,
+			    idx), dy), _mm512_cvtepi32_ps(p), acc[r]);
+		}
+	}
+	if (b < nb)
+		q4_0_rows512(w + b * QUANT_Q4_0_BYTES, stride, 1,
+		    xq + b * QUANT_Q8_0_BYTES, tail, R);
+	for (r = 0; r < R; r++)
+		out[r] = _mm512_reduce_add_ps(acc[r]) + (b < nb ? tail[r] : 0);
 }
 
 /* ---- Q4_K x Q8_K ------------------------------------------------------ */
@@ -585,14 +705,14 @@ KERN512 void
 q8_0_avx512(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
     size_t nrows, float *out)
 {
-	ROWS_SWITCH(q8_0_rows512, w, stride, n / QUANT_QK, xq, out);
+	ROWS_SWITCH(q8_0_rows512w, w, stride, n / QUANT_QK, xq, out);
 }
 
 KERN512 void
 q4_0_avx512(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
     size_t nrows, float *out)
 {
-	ROWS_SWITCH(q4_0_rows512, w, stride, n / QUANT_QK, xq, out);
+	ROWS_SWITCH(q4_0_rows512w, w, stride, n / QUANT_QK, xq, out);
 }
 
 /* the K types: the AVX2 bodies, built for the AVX-512 target (32 vector
