@@ -470,6 +470,27 @@ q4_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
 /* ---- Q4_K x Q8_K ------------------------------------------------------ */
 
 /*
+ * The 8 scales (sm[0..7]) and 8 mins (sm[8..15]) of a Q4_K block's
+ * scales[12], four at a time in 32-bit words (the kmask steps of
+ * ggml_vec_dot_q4_K_q8_K); the same values as get_scale_min_k4.
+ */
+BODY2 void
+q4_k_scales(const uint8_t *p, uint8_t sm[16])
+{
+	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f,
+	    kmask3 = 0x03030303;
+	uint32_t u[4], uaux;
+
+	memcpy(u, p, 12);
+	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
+	uaux = u[1] & kmask1;
+	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
+	u[2] = uaux;
+	u[0] &= kmask1;
+	memcpy(sm, u, 16);
+}
+
+/*
  * ggml_vec_dot_q4_K_q8_K (AVX2): per 64 elements the 32 bytes of qs give
  * the low nibbles (sub-block 2j) and the high ones (2j + 1); maddubs
  * with y, madd with the sub-block's 6-bit scale, summed in int32 over
@@ -503,13 +524,12 @@ q4_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 			const uint8_t *xb = w + r * stride +
 			    b * QUANT_Q4_K_BYTES;
 			const uint8_t *qs = xb + QUANT_Q4_K_QS;
-			uint8_t sc[8], mn[8];
+			uint8_t sm[16];
+			const uint8_t *sc = sm, *mn = sm + 8;
 			__m256i sumi = _mm256_setzero_si256();
 			__m128i mins;
 
-			for (j = 0; j < 8; j++)
-				quant_scale_min_k4(j, xb + QUANT_Q4_K_SCALES,
-				    &sc[j], &mn[j]);
+			q4_k_scales(xb + QUANT_Q4_K_SCALES, sm);
 			for (j = 0; j < 4; j++) {
 				const __m256i q = load256(qs + 32 * j);
 				const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -542,6 +562,88 @@ q4_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 		m = _mm_add_ps(m, _mm_movehl_ps(m, m));
 		m = _mm_add_ss(m, _mm_movehdup_ps(m));
 		out[r] = hsum8(acc[r]) - _mm_cvtss_f32(m);
+	}
+}
+
+/*
+ * Q4_K with 512-bit steps: the 32 bytes of a 64-element chunk give
+ * [low nibbles | high nibbles] (sub-blocks 2j, 2j + 1), which is the
+ * order of y's 64 bytes; the scales, widened to int16 and copied to
+ * each 128-bit lane, are spread per chunk by one byte shuffle.
+ */
+BODY512 void
+q4_k_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
+    float *out, const int R)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F);
+	__m512i shuf[4];
+	__m512 acc[4];
+	__m128 accm[4];
+	size_t b;
+	int r, j;
+
+	/* chunk j: words 2j (lanes 0, 1) and 2j + 1 (lanes 2, 3) */
+	for (j = 0; j < 4; j++) {
+		const __m128i lo = _mm_set1_epi16((short)(0x0100 * (4 * j + 1) +
+		    4 * j));
+		const __m128i hi = _mm_set1_epi16((short)(0x0100 * (4 * j + 3) +
+		    4 * j + 2));
+
+		shuf[j] = _mm512_inserti64x4(_mm512_castsi256_si512(
+		    _mm256_broadcastsi128_si256(lo)),
+		    _mm256_broadcastsi128_si256(hi), 1);
+	}
+	for (r = 0; r < R; r++) {
+		acc[r] = _mm512_setzero_ps();
+		accm[r] = _mm_setzero_ps();
+	}
+	for (b = 0; b < nb; b++) {
+		const uint8_t *yb = xq + b * QUANT_Q8_K_BYTES;
+		const uint8_t *q8 = yb + QUANT_Q8_K_QS;
+		const __m256i bs = load256(yb + QUANT_Q8_K_BSUMS);
+		const __m128i ysum = _mm_hadd_epi16(_mm256_castsi256_si128(bs),
+		    _mm256_extracti128_si256(bs, 1));
+		const float yd = quant_ldf(yb);
+
+		for (r = 0; r < R; r++) {
+			const uint8_t *xb = w + r * stride +
+			    b * QUANT_Q4_K_BYTES;
+			const uint8_t *qs = xb + QUANT_Q4_K_QS;
+			uint8_t sm[16];
+			__m512i sc, sumi = _mm512_setzero_si512();
+			__m128i mins;
+
+			q4_k_scales(xb + QUANT_Q4_K_SCALES, sm);
+			sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(
+			    _mm_loadl_epi64((const __m128i *)(const void *)sm)));
+			for (j = 0; j < 4; j++) {
+				const __m256i q = load256(qs + 32 * j);
+				const __m512i qq = _mm512_and_si512(
+				    _mm512_inserti64x4(_mm512_castsi256_si512(q),
+				    _mm256_srli_epi16(q, 4), 1), m4);
+				const __m512i y = _mm512_loadu_si512(
+				    (const void *)(q8 + 64 * j));
+
+				sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(
+				    _mm512_maddubs_epi16(qq, y),
+				    _mm512_shuffle_epi8(sc, shuf[j])));
+			}
+			acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(f16(xb) * yd),
+			    _mm512_cvtepi32_ps(sumi), acc[r]);
+			mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(
+			    (const __m128i *)(const void *)(sm + 8)));
+			accm[r] = _mm_fmadd_ps(_mm_set1_ps(
+			    f16(xb + QUANT_Q4_K_DMIN) * yd),
+			    _mm_cvtepi32_ps(_mm_madd_epi16(mins, ysum)),
+			    accm[r]);
+		}
+	}
+	for (r = 0; r < R; r++) {
+		__m128 m = accm[r];
+
+		m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+		m = _mm_add_ss(m, _mm_movehdup_ps(m));
+		out[r] = _mm512_reduce_add_ps(acc[r]) - _mm_cvtss_f32(m);
 	}
 }
 
@@ -715,13 +817,11 @@ q4_0_avx512(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
 	ROWS_SWITCH(q4_0_rows512w, w, stride, n / QUANT_QK, xq, out);
 }
 
-/* the K types: the AVX2 bodies, built for the AVX-512 target (32 vector
- * registers for the four rows' state) */
 KERN512 void
 q4_k_avx512(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
     size_t nrows, float *out)
 {
-	ROWS_SWITCH(q4_k_rows2, w, stride, n / QUANT_QK_K, xq, out);
+	ROWS_SWITCH(q4_k_rows512, w, stride, n / QUANT_QK_K, xq, out);
 }
 
 KERN512 void
