@@ -7,7 +7,8 @@
  * the scalar dot against a double dot of the dequantized operands; each
  * SIMD kernel against the scalar one on random rows of 32..4096
  * elements and 1..4 rows; integer parts exact (bit-equal results where
- * every float step is exact); the API's tables and bad calls.
+ * every float step is exact); threads racing on the first use; the
+ * API's tables and bad calls.
  *
  * Tolerance between two ways of summing the same terms: both add the
  * same products (exact integers times the same float d, or exact float
@@ -26,6 +27,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +104,50 @@ static uint16_t
 bits16(const uint8_t *p)
 {
 	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+/* ---- threads ---------------------------------------------------------- */
+
+/* Four threads make the process's first dots at once (the kernel is
+ * chosen on first use: an atomic, so ThreadSanitizer stays quiet) and
+ * must all get the same results, equal to the same dot made later. */
+#define TH_N 1024
+static uint8_t th_w[4 * TH_N / 32 * 34], th_x[TH_N / 32 * 34];
+static float th_out[4][4];
+
+static void *
+th_run(void *arg)
+{
+	float *o = arg;
+
+	quant_dot_rows(MODEL_DTYPE_Q8_0, th_w, TH_N, th_x, 4, o);
+	return NULL;
+}
+
+static void
+test_threads_first_use(void **state)
+{
+	static float w[4 * TH_N], x[TH_N];
+	pthread_t th[4];
+	float again[4];
+	int i;
+
+	(void)state;
+	random_row(w, 4 * TH_N, 0.1f);
+	random_row(x, TH_N, 1.0f);
+	for (i = 0; i < 4; i++)
+		quant_quantize_row(MODEL_DTYPE_Q8_0, w + i * TH_N,
+		    th_w + i * (TH_N / 32 * 34), TH_N);
+	quant_prepare(MODEL_DTYPE_Q8_0, x, th_x, TH_N);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, th_run,
+		    th_out[i]), 0);
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+	quant_dot_rows(MODEL_DTYPE_Q8_0, th_w, TH_N, th_x, 4, again);
+	for (i = 0; i < 4; i++)
+		assert_memory_equal(th_out[i], again, sizeof(again));
+	printf("# kernel chosen: %s\n", quant_kernel_name());
 }
 
 /* ---- fp16 / bf16 ---------------------------------------------------- */
@@ -845,6 +891,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		/* first: it makes the process's first dots */
+		cmocka_unit_test(test_threads_first_use),
 		cmocka_unit_test(test_api),
 		cmocka_unit_test(test_f16_known),
 		cmocka_unit_test(test_f16_exhaustive),
