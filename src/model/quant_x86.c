@@ -729,6 +729,90 @@ q6_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 		out[r] = hsum8(acc[r]);
 }
 
+/*
+ * Q6_K with 512-bit steps: per 128 elements the 64 ql bytes load as
+ * [ql 0..31 | ql 32..63] and the 32 qh bytes twice, shifted per half
+ * (vpsllvw / vpsrlvw), giving quants for elements 0..63 and 64..127 in
+ * y's order; the 16 int16 scales are spread by vpermw.
+ */
+BODY512 void
+q6_k_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
+    float *out, const int R)
+{
+	const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+	const __m512i shl = _mm512_inserti64x4(_mm512_castsi256_si512(
+	    _mm256_set1_epi16(4)), _mm256_set1_epi16(2), 1);
+	const __m512i shr = _mm512_inserti64x4(_mm512_setzero_si512(),
+	    _mm256_set1_epi16(2), 1);
+	__m512i idx[4];
+	__m512 acc[4];
+	size_t b;
+	int r, c, k;
+
+	/* idx[2c + h], word i: scale 8c + 4h + i / 8 */
+	for (k = 0; k < 4; k++) {
+		uint32_t v[16];
+		int l;
+
+		for (l = 0; l < 16; l++) {
+			uint32_t g = (uint32_t)(4 * k + l / 4);
+
+			v[l] = g | g << 16;
+		}
+		idx[k] = _mm512_loadu_si512((const void *)v);
+	}
+	for (r = 0; r < R; r++)
+		acc[r] = _mm512_setzero_ps();
+	for (b = 0; b < nb; b++) {
+		const uint8_t *yb = xq + b * QUANT_Q8_K_BYTES;
+		const uint8_t *q8 = yb + QUANT_Q8_K_QS;
+		const __m256i bs = load256(yb + QUANT_Q8_K_BSUMS);
+		const float yd = quant_ldf(yb);
+
+		for (r = 0; r < R; r++) {
+			const uint8_t *xb = w + r * stride +
+			    b * QUANT_Q6_K_BYTES;
+			const __m256i sc16 = _mm256_cvtepi8_epi16(load128(xb +
+			    QUANT_Q6_K_SCALES));
+			const __m512i sc = _mm512_castsi256_si512(sc16);
+			/* -32 * sum(scale * bsum), as in q6_k_rows2 */
+			__m512i sumi = _mm512_inserti64x4(_mm512_setzero_si512(),
+			    _mm256_sub_epi32(_mm256_setzero_si256(),
+			    _mm256_slli_epi32(_mm256_madd_epi16(sc16, bs), 5)),
+			    0);
+
+			for (c = 0; c < 2; c++) {
+				const __m512i qa = _mm512_loadu_si512(
+				    (const void *)(xb + 64 * c));
+				const __m512i qh = _mm512_broadcast_i64x4(
+				    load256(xb + QUANT_Q6_K_QH + 32 * c));
+				const __m512i q01 = _mm512_or_si512(
+				    _mm512_and_si512(qa, m4), _mm512_and_si512(
+				    _mm512_sllv_epi16(qh, shl), m30));
+				const __m512i q23 = _mm512_or_si512(
+				    _mm512_and_si512(_mm512_srli_epi16(qa, 4),
+				    m4), _mm512_and_si512(_mm512_srlv_epi16(qh,
+				    shr), m30));
+				const uint8_t *y = q8 + 128 * c;
+
+				sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(
+				    _mm512_maddubs_epi16(q01, _mm512_loadu_si512(
+				    (const void *)y)), _mm512_permutexvar_epi16(
+				    idx[2 * c], sc)));
+				sumi = _mm512_add_epi32(sumi, _mm512_madd_epi16(
+				    _mm512_maddubs_epi16(q23, _mm512_loadu_si512(
+				    (const void *)(y + 64))),
+				    _mm512_permutexvar_epi16(idx[2 * c + 1], sc)));
+			}
+			acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(
+			    f16(xb + QUANT_Q6_K_D) * yd),
+			    _mm512_cvtepi32_ps(sumi), acc[r]);
+		}
+	}
+	for (r = 0; r < R; r++)
+		out[r] = _mm512_reduce_add_ps(acc[r]);
+}
+
 /* ---- the kernels: one function per type and target, dispatching on the
  * row count to the bodies above ---------------------------------------- */
 
@@ -828,7 +912,7 @@ KERN512 void
 q6_k_avx512(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
     size_t nrows, float *out)
 {
-	ROWS_SWITCH(q6_k_rows2, w, stride, n / QUANT_QK_K, xq, out);
+	ROWS_SWITCH(q6_k_rows512, w, stride, n / QUANT_QK_K, xq, out);
 }
 
 const struct quant_kernel quant_kernel_avx2 = {
