@@ -529,22 +529,34 @@ dequant_q4_k(const uint8_t *x, float *y, size_t nb)
 	}
 }
 
-/* element e (0..255) of a Q6_K block as its signed quant q - 32 */
-static inline int
-q6_k_quant(const uint8_t *x, int e)
+/* The 256 signed quants (q - 32) of a Q6_K block, as the loop of
+ * dequantize_row_q6_K: per 128 elements, element l + 32 g (g 0..3) has
+ * its low 4 bits in ql[l] (g 0, 2: low, high nibble) or ql[l + 32]
+ * (g 1, 3) and its high 2 bits in bits 2g..2g+1 of qh[l]. */
+static void
+q6_k_unpack(const uint8_t *x, int8_t q[QUANT_QK_K])
 {
-	const uint8_t *ql = x + 64 * (e / 128), *qh = x + QUANT_Q6_K_QH +
-	    32 * (e / 128);
-	int g = (e % 128) / 32, l = e % 32;
-	int lo = g & 1 ? ql[l + 32] : ql[l];
+	const uint8_t *ql = x, *qh = x + QUANT_Q6_K_QH;
+	int n, l;
 
-	lo = g & 2 ? lo >> 4 : lo & 0xF;
-	return (lo | (((qh[l] >> (2 * g)) & 3) << 4)) - 32;
+	for (n = 0; n < (int)QUANT_QK_K; n += 128, ql += 64, qh += 32) {
+		for (l = 0; l < 32; ++l) {
+			q[n + l + 0] = (int8_t)(((ql[l + 0] & 0xF) |
+			    (((qh[l] >> 0) & 3) << 4)) - 32);
+			q[n + l + 32] = (int8_t)(((ql[l + 32] & 0xF) |
+			    (((qh[l] >> 2) & 3) << 4)) - 32);
+			q[n + l + 64] = (int8_t)(((ql[l + 0] >> 4) |
+			    (((qh[l] >> 4) & 3) << 4)) - 32);
+			q[n + l + 96] = (int8_t)(((ql[l + 32] >> 4) |
+			    (((qh[l] >> 6) & 3) << 4)) - 32);
+		}
+	}
 }
 
 static void
 dequant_q6_k(const uint8_t *x, float *y, size_t nb)
 {
+	int8_t q[QUANT_QK_K];
 	size_t i;
 	int e;
 
@@ -552,8 +564,9 @@ dequant_q6_k(const uint8_t *x, float *y, size_t nb)
 		const int8_t *sc = (const int8_t *)(x + QUANT_Q6_K_SCALES);
 		float d = quant_f16_to_f32(quant_ld16(x + QUANT_Q6_K_D));
 
+		q6_k_unpack(x, q);
 		for (e = 0; e < (int)QUANT_QK_K; e++)
-			*y++ = d * sc[e / 16] * q6_k_quant(x, e);
+			*y++ = d * sc[e / 16] * q[e];
 	}
 }
 
@@ -804,7 +817,7 @@ dot_q6_k(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
     size_t nrows, float *out)
 {
 	size_t r, b;
-	int e;
+	int e, g;
 
 	for (r = 0; r < nrows; r++, w += stride) {
 		const uint8_t *x = w, *y = xq;
@@ -815,10 +828,17 @@ dot_q6_k(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
 			const int8_t *sc = (const int8_t *)(x +
 			    QUANT_Q6_K_SCALES);
 			const int8_t *q8 = (const int8_t *)(y + QUANT_Q8_K_QS);
+			int8_t q[QUANT_QK_K];
 			int32_t sumi = 0;
 
-			for (e = 0; e < (int)QUANT_QK_K; e++)
-				sumi += sc[e / 16] * q6_k_quant(x, e) * q8[e];
+			q6_k_unpack(x, q);
+			for (g = 0; g < 16; g++) {
+				int32_t si = 0;
+
+				for (e = 16 * g; e < 16 * g + 16; e++)
+					si += q[e] * q8[e];
+				sumi += sc[g] * si;
+			}
 			s += quant_f16_to_f32(quant_ld16(x + QUANT_Q6_K_D)) *
 			    quant_ldf(y) * (float)sumi;
 		}
