@@ -1,7 +1,7 @@
 /*
  * model/quant_impl.h - what quant.c (the scalar kernel, the conversions,
- * the choice of kernel) and quant_x86.c (the AVX2 and AVX-512 kernels)
- * share; not for other files.
+ * the choice of kernel), quant_ref.c (the reference quantizers) and
+ * quant_x86.c (the AVX2 and AVX-512 kernels) share; not for other files.
  *
  * Blocks are read as bytes at these offsets (ggml-common.h's structs,
  * which have no padding): rows may sit at any alignment, so every
@@ -89,6 +89,9 @@ quant_scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m)
 		*m = (uint8_t)((q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4));
 	}
 }
+
+/* The 256 signed quants (q - 32) of the Q6_K block at x (quant_ref.c) */
+void quant_q6_k_unpack(const uint8_t *x, int8_t q[QUANT_QK_K]);
 
 /* The SIMD kernels (quant_x86.c); NULL pointers there when the build
  * has none (not x86-64 GCC/clang). */

@@ -232,49 +232,15 @@ q8_0_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 }
 
 /*
- * With VNNI (ggml uses _mm256_dpbusd_epi32 on |x|, sign(y, x) here): the
- * weight byte x is made unsigned as x ^ 0x80 = x + 128, and the lane
- * starts at -128 * (its 4 y's), computed once per block for all rows,
- * so each row costs one xor and one dpbusd (exact: dpbusd does not
- * saturate, the lane stays within 4 * 255 * 128).
- */
-BODY512 void
-q8_0_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
-    float *out, const int R)
-{
-	const __m256i k80 = _mm256_set1_epi8((char)0x80);
-	__m256 acc[4];
-	size_t b;
-	int r;
-
-	for (r = 0; r < R; r++)
-		acc[r] = _mm256_setzero_ps();
-	for (b = 0; b < nb; b++) {
-		const uint8_t *yb = xq + b * QUANT_Q8_0_BYTES;
-		const __m256i qy = load256(yb + 2);
-		const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
-		    _mm256_dpbusd_epi32(_mm256_setzero_si256(), k80, qy));
-		const float dy = f16(yb);
-
-		for (r = 0; r < R; r++) {
-			const uint8_t *xb = w + r * stride +
-			    b * QUANT_Q8_0_BYTES;
-			const __m256 d = _mm256_set1_ps(f16(xb) * dy);
-			const __m256i p = _mm256_dpbusd_epi32(c,
-			    _mm256_xor_si256(load256(xb + 2), k80), qy);
-
-			acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p),
-			    acc[r]);
-		}
-	}
-	for (r = 0; r < R; r++)
-		out[r] = hsum8(acc[r]);
-}
-
-/*
- * Two blocks per 512-bit step (the rows' fp16 scales of both blocks
- * widened together): d of the two blocks as [d0 x a, d1 x a, ...] by
- * `idx`, from the fp16 values at p0 and p1.
+ * With VNNI, two blocks per 512-bit step. ggml uses _mm256_dpbusd_epi32
+ * on |x| and sign(y, x) here; instead the weight byte x is made unsigned
+ * as x ^ 0x80 = x + 128 and the lane starts at -128 * (its 4 y's),
+ * computed once per block for all rows, so each row costs one xor and
+ * one dpbusd (exact: dpbusd does not saturate, a lane stays within
+ * 4 * 255 * 128).
+ *
+ * d_pair: the d of two blocks as [d0 x a, d1 x a, ...] by `idx`, from
+ * the fp16 values at p0 and p1 (the rows' scales widened together).
  */
 BODY512 __m512
 d_pair(const uint8_t *p0, const uint8_t *p1, __m512i idx)
@@ -294,8 +260,7 @@ load2x256(const uint8_t *p0, const uint8_t *p1)
 	    load256(p1), 1);
 }
 
-/* q8_0_rows512 over pairs of blocks; an odd last block by the 256-bit
- * steps */
+/* Q8_0 over pairs of blocks; an odd last block by the AVX2 body */
 BODY512 void
 q8_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
     const uint8_t *xq, float *out, const int R)
@@ -331,7 +296,7 @@ q8_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
 		}
 	}
 	if (b < nb)
-		q8_0_rows512(w + b * QUANT_Q8_0_BYTES, stride, 1,
+		q8_0_rows2(w + b * QUANT_Q8_0_BYTES, stride, 1,
 		    xq + b * QUANT_Q8_0_BYTES, tail, R);
 	for (r = 0; r < R; r++)
 		out[r] = _mm512_reduce_add_ps(acc[r]) + (b < nb ? tail[r] : 0);
@@ -379,45 +344,12 @@ q4_0_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 		out[r] = hsum8(acc[r]);
 }
 
-/* the same with VNNI: the lane starts at -8 * (its 4 y's) */
-BODY512 void
-q4_0_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
-    float *out, const int R)
-{
-	__m256 acc[4];
-	size_t b;
-	int r;
-
-	for (r = 0; r < R; r++)
-		acc[r] = _mm256_setzero_ps();
-	for (b = 0; b < nb; b++) {
-		const uint8_t *yb = xq + b * QUANT_Q8_0_BYTES;
-		const __m256i qy = load256(yb + 2);
-		const __m256i c = _mm256_sub_epi32(_mm256_setzero_si256(),
-		    _mm256_dpbusd_epi32(_mm256_setzero_si256(),
-		    _mm256_set1_epi8(8), qy));
-		const float dy = f16(yb);
-
-		for (r = 0; r < R; r++) {
-			const uint8_t *xb = w + r * stride +
-			    b * QUANT_Q4_0_BYTES;
-			const __m256 d = _mm256_set1_ps(f16(xb) * dy);
-			const __m256i p = _mm256_dpbusd_epi32(c,
-			    nibbles32(xb + 2), qy);
-
-			acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p),
-			    acc[r]);
-		}
-	}
-	for (r = 0; r < R; r++)
-		out[r] = hsum8(acc[r]);
-}
-
 /*
- * q4_0_rows512 over pairs of blocks: the two blocks' 16 + 16 bytes of
- * nibbles become 128-bit lanes [lo0, lo1, hi0, hi1]; y's lanes are put
- * in the same order once per pair for all rows, so d runs [d0 x 4,
- * d1 x 4, d0 x 4, d1 x 4].
+ * Q4_0 with VNNI over pairs of blocks: the lane starts at -8 * (its 4
+ * y's), and dpbusd takes the nibbles as they are. The two blocks' 16 +
+ * 16 bytes of nibbles become 128-bit lanes [lo0, lo1, hi0, hi1]; y's
+ * lanes are put in the same order once per pair for all rows, so d runs
+ * [d0 x 4, d1 x 4, d0 x 4, d1 x 4]. An odd last block: the AVX2 body.
  */
 BODY512 void
 q4_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
@@ -461,7 +393,7 @@ q4_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
 		}
 	}
 	if (b < nb)
-		q4_0_rows512(w + b * QUANT_Q4_0_BYTES, stride, 1,
+		q4_0_rows2(w + b * QUANT_Q4_0_BYTES, stride, 1,
 		    xq + b * QUANT_Q8_0_BYTES, tail, R);
 	for (r = 0; r < R; r++)
 		out[r] = _mm512_reduce_add_ps(acc[r]) + (b < nb ? tail[r] : 0);
