@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUANT_NO_SIMD)
 #include <cpuid.h>
 #endif
 
@@ -279,7 +279,7 @@ static const struct quant_kernel quant_kernel_scalar = {
 
 static _Atomic(const struct quant_kernel *) quant_kernel_cur;
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUANT_NO_SIMD)
 /* F16C (CPUID leaf 1, ECX bit 29): clang's __builtin_cpu_supports has
  * no name for it. Its registers are AVX's, whose OS support the "avx2"
  * answer already includes. */
@@ -300,7 +300,7 @@ kernel_runs(const struct quant_kernel *k)
 		return 1;
 	if (!quant_have_simd)
 		return 0;
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUANT_NO_SIMD)
 	__builtin_cpu_init();
 	if (k == &quant_kernel_avx2)
 		return __builtin_cpu_supports("avx2") &&

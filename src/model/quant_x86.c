@@ -4,7 +4,8 @@
  * Built without -mavx2: each function carries its own target attribute,
  * and quant.c calls them only after __builtin_cpu_supports said yes, so
  * the library still runs on a CPU without them. Elsewhere (not x86-64,
- * or not GCC/clang) the kernels are absent and quant.c keeps to scalar.
+ * or not GCC/clang, or built with -DQUANT_NO_SIMD) the kernels are
+ * absent and quant.c keeps to scalar.
  *
  * Each kernel reads up to four weight rows against one prepared
  * activation: the activation block is loaded (and its per-block terms
@@ -27,7 +28,7 @@
  */
 #include "model/quant_impl.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(QUANT_NO_SIMD)
 
 #include <immintrin.h>
 
