@@ -62,10 +62,12 @@ void quant_prepare(enum model_dtype t, const float *x, void *dst, size_t n);
  * out[k] = (row k of w) . xq for k < nrows (1..QUANT_MAX_ROWS): nrows
  * rows of n elements of type t one after another (row stride
  * model_dtype_row_bytes(t, n) bytes, any alignment), xq from
- * quant_prepare(t, x, xq, n). Reading up to four rows per call lets the
- * caller reuse xq from cache. n a multiple of t's block (and of its
- * vec type's). Units: the product of the weights' and activations'
- * units. A bad t, n or nrows: out[0..min(nrows, 4)) = NAN.
+ * quant_prepare(t, x, xq, n) (its Q8_0 bytes are never -128, which the
+ * AVX2 sign trick needs). Reading up to four rows per call lets the
+ * caller reuse xq from cache. n a multiple of t's block and of its vec
+ * type's. Units: the product of the weights' and activations' units; an
+ * F16 activation beyond +-65504 became inf in quant_prepare (as in
+ * ggml). A bad t, n or nrows: out[0..min(nrows, 4)) = NAN.
  */
 void quant_dot_rows(enum model_dtype t, const void *w, size_t n,
     const void *xq, size_t nrows, float *out);
