@@ -183,7 +183,8 @@ make_qkx2_quants(int n, int nmax, const float *x, const float *weights,
 
 		L[i] = (uint8_t)QMAX(0, QMIN(nmax, l));
 		diff = scale * L[i] + min - x[i];
-		best_error += weights[i] * diff * diff;
+		diff = diff * diff;     /* ggml's order of rounding */
+		best_error += weights[i] * diff;
 	}
 	for (is = 0; is <= nstep; ++is) {
 		float sum_l = 0, sum_l2 = 0, sum_xl = 0, D;
@@ -212,7 +213,8 @@ make_qkx2_quants(int n, int nmax, const float *x, const float *weights,
 				float diff = this_scale * Laux[i] + this_min -
 				    x[i];
 
-				cur_error += weights[i] * diff * diff;
+				diff = diff * diff;
+				cur_error += weights[i] * diff;
 			}
 			if (cur_error < best_error) {
 				for (i = 0; i < n; ++i)
