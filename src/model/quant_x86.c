@@ -403,24 +403,27 @@ q4_0_rows512w(const uint8_t *w, size_t stride, size_t nb,
 /* ---- Q4_K x Q8_K ------------------------------------------------------ */
 
 /*
- * The 8 scales (sm[0..7]) and 8 mins (sm[8..15]) of a Q4_K block's
- * scales[12], four at a time in 32-bit words (the kmask steps of
- * ggml_vec_dot_q4_K_q8_K); the same values as get_scale_min_k4.
+ * The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K block's
+ * scales[12] at p, by the kmask steps of ggml_vec_dot_q4_K_q8_K on the
+ * four 32-bit words u0..u2 at once (the same values as
+ * get_scale_min_k4):
+ *   out0 = u0 & k1            out1 = (u2 & k2) | ((u0 >> 6) & k3) << 4
+ *   out2 = u1 & k1            out3 = (u2 >> 4 & k2) | ((u1 >> 6) & k3) << 4
+ * Reads 16 bytes (the block's qs follow its scales).
  */
-BODY2 void
-q4_k_scales(const uint8_t *p, uint8_t sm[16])
+BODY2 __m128i
+q4_k_scales(const uint8_t *p)
 {
-	const uint32_t kmask1 = 0x3f3f3f3f, kmask2 = 0x0f0f0f0f,
-	    kmask3 = 0x03030303;
-	uint32_t u[4], uaux;
+	const __m128i v = load128(p);
+	const __m128i a = _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 1, 2, 0));
+	const __m128i b = _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 1, 0, 0));
+	const __m128i even = _mm_and_si128(a, _mm_set1_epi32(0x3f3f3f3f));
+	const __m128i odd = _mm_or_si128(_mm_and_si128(_mm_srlv_epi32(a,
+	    _mm_set_epi32(4, 0, 0, 0)), _mm_set1_epi32(0x0f0f0f0f)),
+	    _mm_slli_epi32(_mm_and_si128(_mm_srli_epi32(b, 6),
+	    _mm_set1_epi32(0x03030303)), 4));
 
-	memcpy(u, p, 12);
-	u[3] = ((u[2] >> 4) & kmask2) | (((u[1] >> 6) & kmask3) << 4);
-	uaux = u[1] & kmask1;
-	u[1] = (u[2] & kmask2) | (((u[0] >> 6) & kmask3) << 4);
-	u[2] = uaux;
-	u[0] &= kmask1;
-	memcpy(sm, u, 16);
+	return _mm_blend_epi32(even, odd, 0xA);
 }
 
 /*
@@ -435,11 +438,15 @@ BODY2 void
 q4_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
     float *out, const int R)
 {
+	__m256i word[8];        /* byte shuffles broadcasting int16 k */
 	__m256 acc[4];
 	__m128 accm[4];
 	size_t b;
 	int r, j;
 
+	for (j = 0; j < 8; j++)
+		word[j] = _mm256_set1_epi16((short)(0x0100 * (2 * j + 1) +
+		    2 * j));
 	for (r = 0; r < R; r++) {
 		acc[r] = _mm256_setzero_ps();
 		accm[r] = _mm_setzero_ps();
@@ -457,12 +464,14 @@ q4_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 			const uint8_t *xb = w + r * stride +
 			    b * QUANT_Q4_K_BYTES;
 			const uint8_t *qs = xb + QUANT_Q4_K_QS;
-			uint8_t sm[16];
-			const uint8_t *sc = sm, *mn = sm + 8;
+			const __m128i sm = q4_k_scales(xb +
+			    QUANT_Q4_K_SCALES);
+			const __m256i sc = _mm256_broadcastsi128_si256(
+			    _mm_cvtepu8_epi16(sm));
+			const __m128i mins = _mm_cvtepu8_epi16(
+			    _mm_srli_si128(sm, 8));
 			__m256i sumi = _mm256_setzero_si256();
-			__m128i mins;
 
-			q4_k_scales(xb + QUANT_Q4_K_SCALES, sm);
 			for (j = 0; j < 4; j++) {
 				const __m256i q = load256(qs + 32 * j);
 				const __m256i m4 = _mm256_set1_epi8(0x0F);
@@ -473,16 +482,14 @@ q4_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(
 				    _mm256_maddubs_epi16(lo,
 				    load256(q8 + 64 * j)),
-				    _mm256_set1_epi16(sc[2 * j])));
+				    _mm256_shuffle_epi8(sc, word[2 * j])));
 				sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(
 				    _mm256_maddubs_epi16(hi,
 				    load256(q8 + 64 * j + 32)),
-				    _mm256_set1_epi16(sc[2 * j + 1])));
+				    _mm256_shuffle_epi8(sc, word[2 * j + 1])));
 			}
 			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(f16(xb) * yd),
 			    _mm256_cvtepi32_ps(sumi), acc[r]);
-			mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(
-			    (const __m128i *)(const void *)mn));
 			accm[r] = _mm_fmadd_ps(_mm_set1_ps(
 			    f16(xb + QUANT_Q4_K_DMIN) * yd),
 			    _mm_cvtepi32_ps(_mm_madd_epi16(mins, ysum)),
@@ -542,13 +549,14 @@ q4_k_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 			const uint8_t *xb = w + r * stride +
 			    b * QUANT_Q4_K_BYTES;
 			const uint8_t *qs = xb + QUANT_Q4_K_QS;
-			uint8_t sm[16];
-			__m512i sc, sumi = _mm512_setzero_si512();
-			__m128i mins;
+			const __m128i sm = q4_k_scales(xb +
+			    QUANT_Q4_K_SCALES);
+			const __m512i sc = _mm512_broadcast_i32x4(
+			    _mm_cvtepu8_epi16(sm));
+			const __m128i mins = _mm_cvtepu8_epi16(
+			    _mm_srli_si128(sm, 8));
+			__m512i sumi = _mm512_setzero_si512();
 
-			q4_k_scales(xb + QUANT_Q4_K_SCALES, sm);
-			sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(
-			    _mm_loadl_epi64((const __m128i *)(const void *)sm)));
 			for (j = 0; j < 4; j++) {
 				const __m256i q = load256(qs + 32 * j);
 				const __m512i qq = _mm512_and_si512(
@@ -563,8 +571,6 @@ q4_k_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 			}
 			acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(f16(xb) * yd),
 			    _mm512_cvtepi32_ps(sumi), acc[r]);
-			mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(
-			    (const __m128i *)(const void *)(sm + 8)));
 			accm[r] = _mm_fmadd_ps(_mm_set1_ps(
 			    f16(xb + QUANT_Q4_K_DMIN) * yd),
 			    _mm_cvtepi32_ps(_mm_madd_epi16(mins, ysum)),
