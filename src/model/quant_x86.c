@@ -592,26 +592,25 @@ q4_k_rows512(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
  * ggml_vec_dot_q6_K_q8_K (AVX2): per 128 elements the 64 ql bytes and
  * 32 qh bytes give four groups of 32 quants (0..63, unsigned: a valid
  * maddubs operand); maddubs with y, madd with the group's two int8
- * scales (one per 16 elements, one per 128-bit half). ggml subtracts
+ * scales (one per 16 elements, one per 128-bit half: the chunk's 8
+ * scales as int16 in both halves, spread by a byte shuffle). ggml subtracts
  * maddubs(32, y) per group; here -32 * sum(scale * bsum) is subtracted
  * once per super-block from the same int32 lanes (exact).
  */
-BODY2 __m256i
-scale_pair(const int8_t *sc, int k)
-{
-	return _mm256_set_m128i(_mm_set1_epi16(sc[k + 1]),
-	    _mm_set1_epi16(sc[k]));
-}
-
 BODY2 void
 q6_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
     float *out, const int R)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+	__m256i pair[4];        /* group k: word 2k (low half), 2k+1 (high) */
 	__m256 acc[4];
 	size_t b;
 	int r, c;
 
+	for (c = 0; c < 4; c++)
+		pair[c] = _mm256_set_m128i(_mm_set1_epi16((short)(0x0100 *
+		    (4 * c + 3) + 4 * c + 2)), _mm_set1_epi16((short)(0x0100 *
+		    (4 * c + 1) + 4 * c)));
 	for (r = 0; r < R; r++)
 		acc[r] = _mm256_setzero_ps();
 	for (b = 0; b < nb; b++) {
@@ -623,14 +622,17 @@ q6_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 		for (r = 0; r < R; r++) {
 			const uint8_t *xb = w + r * stride +
 			    b * QUANT_Q6_K_BYTES;
-			const int8_t *sc = (const int8_t *)(xb +
-			    QUANT_Q6_K_SCALES);
+			const __m256i sc16 = _mm256_cvtepi8_epi16(load128(xb +
+			    QUANT_Q6_K_SCALES));
 			__m256i sumi = _mm256_slli_epi32(_mm256_madd_epi16(
-			    _mm256_cvtepi8_epi16(load128(xb +
-			    QUANT_Q6_K_SCALES)), bs), 5);
+			    sc16, bs), 5);
 
 			sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
 			for (c = 0; c < 2; c++) {
+				/* scales 8c..8c+7 in both halves */
+				const __m256i sc = c ?
+				    _mm256_permute2x128_si256(sc16, sc16, 0x11) :
+				    _mm256_permute2x128_si256(sc16, sc16, 0x00);
 				const __m256i qa = load256(xb + 64 * c);
 				const __m256i qb = load256(xb + 64 * c + 32);
 				const __m256i qh = load256(xb + QUANT_Q6_K_QH +
@@ -657,7 +659,7 @@ q6_k_rows2(const uint8_t *w, size_t stride, size_t nb, const uint8_t *xq,
 					    _mm256_madd_epi16(
 					    _mm256_maddubs_epi16(q[k],
 					    load256(y + 32 * k)),
-					    scale_pair(sc, 8 * c + 2 * k)));
+					    _mm256_shuffle_epi8(sc, pair[k])));
 			}
 			acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(
 			    f16(xb + QUANT_Q6_K_D) * yd),
