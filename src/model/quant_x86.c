@@ -14,9 +14,10 @@
  * registers.
  *
  * Exactness: the integer parts are exact. Q8_0 / Q4_0 sum products in
- * 8 int32 lanes of 4 products each (|lane| <= 4 * 128 * 128, exact in a
- * float), then each lane times dx * dy is added in float; the K types
- * sum a whole super-block in int32 lanes before the one float multiply.
+ * int32 lanes (8 or 16) of 4 products each (|lane| <= 4 * 128 * 128,
+ * exact in a float), then each lane times dx * dy is added in float;
+ * the K types sum a whole super-block in int32 lanes before the one
+ * float multiply.
  * F16 / BF16 products are exact in float (11- and 8-bit significands)
  * and summed in 8 (AVX2) or 16 (AVX-512) float lanes, where the scalar
  * kernel sums them in double.
