@@ -6,7 +6,8 @@
  * blocks; quantize / dequantize round trips within each type's bound;
  * the scalar dot against a double dot of the dequantized operands; each
  * SIMD kernel against the scalar one on random rows of 32..4096
- * elements and 1..4 rows; integer parts exact (bit-equal results where
+ * elements and 1..4 rows, a row's result the same bits whatever rows
+ * share its call; integer parts exact (bit-equal results where
  * every float step is exact); threads racing on the first use; the
  * API's tables and bad calls.
  *
@@ -691,6 +692,18 @@ test_simd_vs_scalar(void **state)
 
 					quant_set_kernel(simd_kernels[ki]);
 					quant_dot_rows(t, wq, n, xq, nrows, got);
+					/* a row's result does not depend on
+					 * the rows read with it: bit for bit
+					 * (so splitting rows between threads
+					 * changes nothing) */
+					for (r = 0; r < nrows; r++) {
+						float one;
+
+						quant_dot_rows(t, wq + r * stride,
+						    n, xq, 1, &one);
+						assert_memory_equal(&one, &got[r],
+						    sizeof(one));
+					}
 					quant_set_kernel("scalar");
 					quant_dot_rows(t, wq, n, xq, nrows,
 					    want);
