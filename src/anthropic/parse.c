@@ -9,6 +9,8 @@
  */
 #include "anthropic/parse.h"
 
+#include "backend/backend.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -318,6 +320,15 @@ parse_system(const json_t *v, struct anthropic_request *req,
 	return rc;
 }
 
+/* 1 when root has `name`, not null (the request gave it) */
+static int
+sampling_given(const json_t *root, const char *name)
+{
+	const json_t *v = json_object_get(root, name);
+
+	return v != NULL && !json_is_null(v);
+}
+
 /* A number field in [lo, hi], or absent/null (*out untouched). */
 static enum ts_err
 num_in(const json_t *root, const char *name, double lo, double hi,
@@ -595,6 +606,10 @@ parse_fields(const json_t *root, int count_only, const char *const *models,
 			return TS_EINVAL;
 		if (req->top_p <= 0.0)
 			req->top_p = 1.0;
+		req->sampling_given = (sampling_given(root, "temperature") ?
+		    ENGINE_GIVEN_TEMPERATURE : 0) |
+		    (sampling_given(root, "top_p") ? ENGINE_GIVEN_TOP_P : 0) |
+		    (given ? ENGINE_GIVEN_TOP_K : 0);
 		v = json_object_get(root, "stream");
 		if (v != NULL && !json_is_null(v) && !json_is_boolean(v))
 			return bad(err, "invalid_type", "stream: expected a "
@@ -675,11 +690,8 @@ anthropic_prompt(const struct anthropic_request *req, struct ts_buf *out)
 		msgs[n].content = req->messages[i].text;
 		msgs[n++].len = req->messages[i].len;
 	}
-	if (req->tools_json != NULL)
-		rc = chat_render_tools(req->tools_json,
-		    strlen(req->tools_json), out);
-	if (rc == TS_OK)
-		rc = chat_render(msgs, n, out);
+	rc = chat_render_with_tools(req->tools_json, req->tools_json != NULL ?
+	    strlen(req->tools_json) : 0, msgs, n, 1, 0, out);
 	if (rc != TS_OK)
 		out->len = mark;
 	free(msgs);

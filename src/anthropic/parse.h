@@ -76,7 +76,8 @@ struct anthropic_request {
 	size_t n_stop;
 	double temperature;      /* [0, 1], default 1 */
 	double top_p;            /* [0, 1], default 1 (0 is taken as 1) */
-	uint32_t top_k;          /* accepted, not applied; 0 when absent */
+	uint32_t top_k;          /* 0 when absent */
+	unsigned sampling_given; /* ENGINE_GIVEN_* of the three above */
 	int stream;
 	struct anthropic_tool *tools;
 	size_t n_tools;

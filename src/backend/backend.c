@@ -19,6 +19,7 @@ engine_sampling_greedy(struct engine_sampling *s)
 {
 	engine_sampling_defaults(s);
 	s->temperature = 0.0;
+	s->given = ENGINE_GIVEN_ALL;
 }
 
 int
@@ -32,4 +33,15 @@ engine_backend_model(const struct engine_backend *b, const char *name,
 		    memcmp(b->models[i], name, len) == 0)
 			return (int)i;
 	return -1;
+}
+
+int
+engine_backend_is_eos(const struct engine_backend *b, uint32_t id)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->n_eos && i < ENGINE_MAX_EOS; i++)
+		if (b->eos_ids[i] == id)
+			return 1;
+	return 0;
 }

@@ -59,12 +59,29 @@ struct engine_sampling {
 	 * call; engine_submit copies it. */
 	const char *guide;
 	size_t guide_len;       /* bytes, <= ENGINE_MAX_GUIDE_BYTES */
+	/* top-k (vLLM's top_k, Anthropic's top_k, Ollama's
+	 * options.top_k): only the k most probable candidates, before
+	 * top_p; 0: no cut */
+	uint32_t top_k;
+	/* Which of temperature, top_p, top_k the request gave
+	 * (ENGINE_GIVEN_*): a backend with sampling defaults of its own (a
+	 * model's generation_config.json) applies them to the others */
+	unsigned given;
 	/* Logprobs (the OpenAI API's logprobs/top_logprobs): 0 none, else
 	 * 1 + the number of alternatives, <= 1 + ENGINE_MAX_TOP_LOGPROBS;
 	 * every token then carries the sampled token's logprob and the top
 	 * alternatives' (engine_view.lp). */
 	uint32_t logprobs;
 };
+
+/* The most EOS ids a backend may list. */
+#define ENGINE_MAX_EOS 8
+
+/* engine_sampling.given's bits */
+#define ENGINE_GIVEN_TEMPERATURE 1u
+#define ENGINE_GIVEN_TOP_P 2u
+#define ENGINE_GIVEN_TOP_K 4u
+#define ENGINE_GIVEN_ALL 7u
 
 /* The most alternatives per token (OpenAI's top_logprobs cap, 20). */
 #define ENGINE_MAX_TOP_LOGPROBS 20
@@ -84,8 +101,8 @@ struct engine_logprob {
  * ignore_eos off. */
 void engine_sampling_defaults(struct engine_sampling *s);
 
-/* Greedy decoding: temperature 0, top_p 1, no seed, ignore_eos off (the
- * lab endpoints' sampling). */
+/* Greedy decoding: temperature 0, top_p 1, no seed, ignore_eos off, all
+ * given (a model's defaults do not apply: the lab endpoints' sampling). */
 void engine_sampling_greedy(struct engine_sampling *s);
 
 /*
@@ -107,9 +124,11 @@ struct engine_backend {
 	uint32_t lab_model;           /* < nmodels */
 	int physical;                 /* calls take real time: the latency
 				       * model is off */
-	uint32_t eos_ids[2];          /* ids that end a sequence with
-				       * finish_reason "stop"; UINT32_MAX:
-				       * unused */
+	uint32_t eos_ids[ENGINE_MAX_EOS]; /* ids that end a sequence with
+				       * finish_reason "stop": the first
+				       * n_eos (a model's list: Llama 3.1
+				       * has three) */
+	uint32_t n_eos;               /* 0..ENGINE_MAX_EOS */
 	uint32_t max_token_bytes;     /* longest text of one token, bytes */
 	int bos_first;                /* tokenize and count_tokens start
 				       * every prompt with one BOS token (a
@@ -195,5 +214,8 @@ struct engine_backend {
 /* The index of model `name` (len bytes) in b->models, or -1. */
 int engine_backend_model(const struct engine_backend *b, const char *name,
     size_t len);
+
+/* 1 when id is one of b's EOS ids (eos_ids[0..n_eos)), else 0. */
+int engine_backend_is_eos(const struct engine_backend *b, uint32_t id);
 
 #endif /* TS_BACKEND_BACKEND_H */

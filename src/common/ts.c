@@ -20,6 +20,7 @@ ts_strerror(enum ts_err e)
 	case TS_ETIMEDOUT: return "timed out";
 	case TS_EFORMAT: return "bad file format";
 	case TS_ESHUTDOWN: return "shutting down";
+	case TS_ENOENT: return "not found";
 	}
 	return "unknown error";
 }

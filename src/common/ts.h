@@ -20,7 +20,8 @@ enum ts_err {
 	TS_EHUP,        /* the peer went away: stop generating */
 	TS_ETIMEDOUT,   /* a deadline passed */
 	TS_EFORMAT,     /* a file is not in the expected format */
-	TS_ESHUTDOWN    /* the server is stopping: nothing new is taken */
+	TS_ESHUTDOWN,   /* the server is stopping: nothing new is taken */
+	TS_ENOENT       /* what was looked up is absent (a file's key) */
 };
 
 /* Short, stable English name of an error ("ok", "client gone", ...). */

@@ -347,7 +347,7 @@ seq_publish(struct engine *e, struct engine_seq *s, uint32_t id)
 	atomic_fetch_add(&s->generated, 1);
 	if (e->hooks.on_tokens != NULL)
 		e->hooks.on_tokens(e->hooks.ctx, s->id, 1);
-	if (id == e->be.eos_ids[0] || id == e->be.eos_ids[1])
+	if (engine_backend_is_eos(&e->be, id))
 		return ENGINE_FINISH_STOP;
 	stop = seq_stops(e, s, id);
 	s->ids[p] = id;

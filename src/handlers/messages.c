@@ -36,6 +36,7 @@
 #include "handlers/server.h"
 #include "handlers/submit.h"
 #include "openai/cost.h"
+#include "proto/chat.h"
 #include "proto/resume.h"
 #include "proto/sse.h"
 #include "stores/metrics.h"
@@ -582,7 +583,8 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 		goto refuse;
 	if (anthropic_prompt(&mr->req, &mj->prompt) != TS_OK) {
 		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", "messages: the prompt is too long");
+		    "invalid_value", "messages: %s", chat_render_error()[0] ?
+		    chat_render_error() : "the prompt is too long");
 		goto refuse;
 	}
 	job->prefill_ms = -1.0;
@@ -621,6 +623,8 @@ msg_build(struct server *srv, struct reply *rp, struct msg_resp *mr,
 	engine_sampling_defaults(&job->sampling);
 	job->sampling.temperature = mr->req.temperature;
 	job->sampling.top_p = mr->req.top_p;
+	job->sampling.top_k = mr->req.top_k;
+	job->sampling.given = mr->req.sampling_given;
 	if (mr->plan.tool_use) {
 		/* the input stays whole: no stop strings, no thinking */
 		job->sampling.guide = mr->plan.input.p ? mr->plan.input.p : "";
@@ -775,8 +779,9 @@ messages_count_tokens(struct server *srv, struct reply *rp)
 	if (rc == TS_OK) {
 		if (anthropic_prompt(&req, &prompt) != TS_OK) {
 			http_error_set(&err, 400, "invalid_request_error",
-			    "invalid_value", "messages: the prompt is too "
-			    "long");
+			    "invalid_value", "messages: %s",
+			    chat_render_error()[0] ? chat_render_error() :
+			    "the prompt is too long");
 			rc = TS_ELIMIT;
 		}
 		anthropic_request_free(&req);

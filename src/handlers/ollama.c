@@ -373,6 +373,8 @@ oll_sampling(const struct oll_resp *ol, uint64_t seed,
 	engine_sampling_defaults(sp);
 	sp->temperature = ol->req.temperature;
 	sp->top_p = ol->req.top_p;
+	sp->top_k = ol->req.top_k;
+	sp->given = ol->req.sampling_given;
 	sp->has_seed = ol->req.has_seed;
 	sp->seed = seed;
 	if (ol->plan.guided) {
@@ -500,7 +502,8 @@ oll_build(struct server *srv, struct reply *rp, enum ollama_kind kind,
 	}
 	if (ollama_prompt(&ol->req, &oj->prompt) != TS_OK) {
 		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", "the prompt is too long");
+		    "invalid_value", "%s", chat_render_error()[0] ?
+		    chat_render_error() : "the prompt is too long");
 		goto refuse;
 	}
 	job->error_after = -1;
@@ -641,7 +644,8 @@ oll_info(const struct server *srv, struct ollama_model_info *mi)
 	    srv->backend->impl);
 	if (mi->context_length == 0)
 		mi->context_length = HTTP_MAX_TOKENS_CAP;
-	mi->template_text = CHAT_TEMPLATE;
+	mi->template_text = srv->chat_template != NULL ?
+	    srv->chat_template : CHAT_TEMPLATE;
 }
 
 /* Writes a 200 JSON answer made by the caller into b (after its head). */

@@ -48,6 +48,13 @@ struct server {
 	/* the latency profile in use (engine/profile.h), for /v1/models;
 	 * NULL with a physical backend: server_init_costs sets it */
 	json_t *profile;
+	/* the chat template in use (server/chat_model.h), its source
+	 * ("model", "file", "tokstream"), and what the llama backend tells
+	 * of its model (llama_backend_meta), for /v1/models; NULL: the
+	 * built-in template / a simulator */
+	const char *chat_template;
+	const char *chat_template_source;
+	json_t *model_meta;
 	/* --replay's recordings (handlers/replay.h); NULL: no replay */
 	struct replay_set *replay;
 };

@@ -65,6 +65,8 @@ struct options {
 	const char *backend;         /* "sim" or "llama" */
 	const char *model_path;      /* llama2.c checkpoint (--backend llama) */
 	const char *tokenizer_path;  /* llama2.c tokenizer.bin */
+	const char *chat_template;   /* --chat-template FILE|tokstream, or
+				      * NULL: the model's own */
 	int model_threads;           /* compute threads, 0 = online CPUs */
 	int model_context;           /* positions per sequence, 0 = model's */
 	int echo;                    /* --mode echo: answers repeat the last

@@ -16,6 +16,7 @@
 #include "openai/cost.h"
 #include "openai/encode.h"
 #include "openai/tokenize.h"
+#include "proto/chat.h"
 #include "text/utf8.h"
 #include "transport/conn.h"
 #include "transport/reply.h"
@@ -102,7 +103,8 @@ tokenize_answer(struct server *srv, struct reply *rp)
 	}
 	if (openai_tokenize_text(&t, &text) != TS_OK) {
 		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", "the messages are too long");
+		    "invalid_value", "%s", chat_render_error()[0] ?
+		    chat_render_error() : "the messages are too long");
 		reply_error_v1(rp, &err, NULL, 0);
 		goto out;
 	}
@@ -180,7 +182,7 @@ tokenize_id_known(const struct engine_backend *be, uint32_t id)
 {
 	size_t len;
 
-	if (id == be->eos_ids[0] || id == be->eos_ids[1])
+	if (engine_backend_is_eos(be, id))
 		return 1;
 	if (be->vocab_size > 0)
 		return id < be->vocab_size;

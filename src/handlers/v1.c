@@ -25,6 +25,7 @@
 #include "transport/relay.h"
 #include "transport/reply.h"
 #include "handlers/server.h"
+#include "proto/chat.h"
 #include "proto/sse.h"
 #include "handlers/submit.h"
 #include "text/think.h"
@@ -754,6 +755,8 @@ v1_sampling(const struct v1_resp *vr, uint32_t k, uint64_t base,
 	engine_sampling_defaults(sp);
 	sp->temperature = vr->req.temperature;
 	sp->top_p = vr->req.top_p;
+	sp->top_k = vr->req.top_k;
+	sp->given = vr->req.sampling_given;
 	sp->has_seed = vr->req.has_seed || k > 0;
 	sp->seed = k == 0 ? (uint64_t)vr->req.seed : v1_choice_seed(base, k);
 	sp->ignore_eos = vr->req.ignore_eos;
@@ -921,8 +924,9 @@ v1_build(struct server *srv, struct reply *rp, enum openai_kind kind,
 	    ts_buf_append(&vj->prompt, vr->req.prompt, vr->req.prompt_len) !=
 	    TS_OK) {
 		http_error_set(&err, 400, "invalid_request_error",
-		    "invalid_value", kind != OPENAI_COMPLETIONS ?
-		    "the messages are too long" : "the prompt is too long");
+		    "invalid_value", "%s", kind == OPENAI_COMPLETIONS ?
+		    "the prompt is too long" : chat_render_error()[0] ?
+		    chat_render_error() : "the messages are too long");
 		goto refuse;
 	}
 	job->prefill_ms = -1.0;
@@ -1118,7 +1122,10 @@ model_info(struct server *srv, struct openai_model_info *mi)
 	/* The simulator has no context length: only max_tokens' cap. */
 	mi->max_model_len = srv->backend->context_len(srv->backend->impl);
 	mi->backend = srv->backend->name;
-	mi->chat_template = CHAT_TEMPLATE;
+	mi->chat_template = srv->chat_template != NULL ? srv->chat_template :
+	    CHAT_TEMPLATE;
+	mi->chat_template_source = srv->chat_template_source;
+	mi->model_meta = srv->model_meta;
 	mi->latency_profile = srv->profile;
 }
 

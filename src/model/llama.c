@@ -15,8 +15,10 @@
 
 #include "common/rng.h"
 #include "model/model.h"
+#include "model/model_file.h"
 #include "model/model_pool.h"
 #include "model/model_sample.h"
+#include "model/quant.h"
 #include "model/tokenizer.h"
 
 /* Most rows of one forward pass (the engine has at most 4,096 slots). */
@@ -27,14 +29,25 @@ struct model_backend {
 	char *path;                  /* the checkpoint as opened, for the
 				      * start-up log */
 	const char *models[1];       /* its one model: name */
-	struct model *m;
-	struct tokenizer *tok;
+	struct model_file *file;     /* the model's files */
+	struct model *m;             /* file's */
+	struct tokenizer *tok;       /* file's */
 	struct model_run *run;
 	struct model_options opt;
 	uint32_t ctx;                /* positions per sequence */
 	struct model_row *rows;      /* [max_batch] */
 	struct model_seq **rseq;     /* [max_batch]: whose row */
 	size_t *ridx;                /* [max_batch]: its index in the step */
+	uint32_t eos[ENGINE_MAX_EOS]; /* the ids that end a text */
+	uint32_t n_eos;
+	/* the model's sampling defaults (generation_config.json, GGUF
+	 * general.sampling.*), for what a request does not give */
+	struct {
+		unsigned has;        /* ENGINE_GIVEN_* bits */
+		double temperature;
+		double top_p;
+		uint32_t top_k;
+	} gen;
 };
 
 /* One sequence: its KV cache and where its stream stands. */
@@ -53,6 +66,8 @@ struct model_seq {
 	uint64_t rng;                /* sampler state */
 	float temperature;           /* this sequence's sampling */
 	float top_p;
+	uint32_t top_k;              /* 0: no cut */
+	float *cut;                  /* [vocab] the top-k cut logits */
 	int ignore_eos;              /* EOS and BOS masked before sampling */
 	uint32_t min_tokens;         /* ... and while fewer than this many
 				      * were sampled (sampling.min_tokens) */
@@ -68,15 +83,66 @@ model_options_defaults(struct model_options *o)
 	o->context = 0;
 }
 
+/*
+ * The k-th largest of x[0..n) (1 <= k < n): a min-heap of the k largest
+ * seen, O(n log k). NaN counts as -inf.
+ */
+static float
+kth_largest(const float *x, uint32_t n, uint32_t k, float *heap)
+{
+	uint32_t i, j, c;
+
+	for (i = 0; i < n; i++) {
+		float v = x[i] == x[i] ? x[i] : -INFINITY;
+
+		if (i < k) {            /* sift up */
+			j = i;
+			while (j > 0 && heap[(j - 1) / 2] > v) {
+				heap[j] = heap[(j - 1) / 2];
+				j = (j - 1) / 2;
+			}
+			heap[j] = v;
+			continue;
+		}
+		if (!(v > heap[0]))
+			continue;
+		j = 0;                  /* replace the root, sift down */
+		for (;;) {
+			c = 2 * j + 1;
+			if (c >= k)
+				break;
+			if (c + 1 < k && heap[c + 1] < heap[c])
+				c++;
+			if (!(heap[c] < v))
+				break;
+			heap[j] = heap[c];
+			j = c;
+		}
+		heap[j] = v;
+	}
+	return heap[0];
+}
+
 static uint32_t
 seq_sample(const struct model_backend *mb, struct model_seq *s)
 {
-	if (s->ignore_eos || s->sampled++ < s->min_tokens) {
-		s->logits[MODEL_TOKEN_EOS] = -INFINITY;
-		s->logits[MODEL_TOKEN_BOS] = -INFINITY;
+	uint32_t n = mb->m->cfg.vocab_size, i;
+	const float *l = s->logits;
+
+	if (s->ignore_eos || s->sampled++ < s->min_tokens)
+		for (i = 0; i < mb->n_eos; i++)
+			s->logits[mb->eos[i]] = -INFINITY;
+	/* top-k before top-p (vLLM's order); greedy needs no cut. Ties
+	 * with the k-th are kept. The logits stay whole for logprobs. */
+	if (s->top_k > 0 && s->top_k < n && s->temperature > 0.0f) {
+		float t = kth_largest(s->logits, n, s->top_k, s->cut);
+
+		for (i = 0; i < n; i++)
+			s->cut[i] = s->logits[i] >= t ? s->logits[i] :
+			    -INFINITY;
+		l = s->cut;
 	}
-	return model_sample(s->logits, mb->m->cfg.vocab_size,
-	    s->temperature, s->top_p, &s->rng);
+	return model_sample(l, n, s->temperature, s->top_p, &s->rng);
 }
 
 /* Runs rows[0..n) in passes of at most max_batch rows. */
@@ -106,6 +172,35 @@ seq_feed(struct model_backend *mb, struct model_seq *s, uint32_t token)
 	s->pos++;
 }
 
+/*
+ * The ids of a prompt: the text's tokens (special-token text is the
+ * special token), with BOS first when the model adds one and the text
+ * does not already start with it (a chat template that writes
+ * {{ bos_token }} gives one BOS, as vLLM's add_special_tokens false
+ * for templated chats and llama.cpp's check for a doubled BOS). EOS at
+ * the end when the model adds one.
+ */
+static enum ts_err
+encode_prompt(const struct model_backend *mb, const char *prompt,
+    size_t len, uint32_t **ids, size_t *n)
+{
+	uint32_t bos = tokenizer_bos(mb->tok), *p;
+	enum ts_err rc;
+
+	rc = tokenizer_encode(mb->tok, prompt, len, 0,
+	    tokenizer_add_eos(mb->tok), ids, n);
+	if (rc != TS_OK || !tokenizer_add_bos(mb->tok) ||
+	    bos == TOKENIZER_NONE || (*n > 0 && (*ids)[0] == bos))
+		return rc;
+	p = xmalloc((*n + 1) * sizeof(*p));
+	p[0] = bos;
+	memcpy(p + 1, *ids, *n * sizeof(*p));
+	free(*ids);
+	*ids = p;
+	(*n)++;
+	return TS_OK;
+}
+
 static void
 backend_seq_free(void *impl, void *seq)
 {
@@ -117,6 +212,7 @@ backend_seq_free(void *impl, void *seq)
 	if (s->kv != NULL)
 		munmap(s->kv, s->kv_bytes);
 	free(s->logits);
+	free(s->cut);
 	free(s);
 }
 
@@ -139,7 +235,7 @@ backend_seq_start(void *impl, uint32_t model, const char *prompt, size_t len,
 	 * that cannot fit before encoding it */
 	if (len / tokenizer_max_token_length(mb->tok) >= mb->ctx)
 		return TS_ELIMIT;
-	rc = tokenizer_encode(mb->tok, prompt, len, 1, 0, &ids, &n);
+	rc = encode_prompt(mb, prompt, len, &ids, &n);
 	if (rc != TS_OK)
 		goto out;
 	if (n > mb->ctx) {
@@ -164,8 +260,17 @@ backend_seq_start(void *impl, uint32_t model, const char *prompt, size_t len,
 	/* The request's sampling (the lab endpoints ask for greedy); the
 	 * default seed comes from the prompt, so the same request gives
 	 * the same tokens. */
-	s->temperature = (float)samp->temperature;
-	s->top_p = (float)samp->top_p;
+	s->temperature = (float)(samp->given & ENGINE_GIVEN_TEMPERATURE ||
+	    !(mb->gen.has & ENGINE_GIVEN_TEMPERATURE) ? samp->temperature :
+	    mb->gen.temperature);
+	s->top_p = (float)(samp->given & ENGINE_GIVEN_TOP_P ||
+	    !(mb->gen.has & ENGINE_GIVEN_TOP_P) ? samp->top_p :
+	    mb->gen.top_p);
+	s->top_k = samp->given & ENGINE_GIVEN_TOP_K ||
+	    !(mb->gen.has & ENGINE_GIVEN_TOP_K) ? samp->top_k :
+	    mb->gen.top_k;
+	if (s->top_k > 0 && s->top_k < c->vocab_size)
+		s->cut = xmalloc((size_t)c->vocab_size * sizeof(float));
 	s->ignore_eos = samp->ignore_eos;
 	s->min_tokens = samp->min_tokens;
 	s->rng = model_rng_seed(samp->has_seed ? samp->seed :
@@ -248,7 +353,7 @@ backend_step(void *impl, void *const *seqs, size_t n, uint32_t *ids)
 			s->fresh = 0;
 		} else if (s->full || s->pos >= mb->ctx) {
 			s->full = 1;
-			ids[i] = MODEL_TOKEN_EOS;
+			ids[i] = mb->eos[0];
 		} else {
 			s->decode = 1;
 		}
@@ -317,7 +422,7 @@ backend_logprobs(void *impl, void *seq, uint32_t id, uint32_t k,
 	out[0].id = id;
 	out[0].logprob = id < n ? LP(s->logits[id]) : ENGINE_LOGPROB_MASKED;
 	for (j = 0; j < k; j++) {
-		out[1 + j].id = j < have ? top[j] : MODEL_TOKEN_EOS;
+		out[1 + j].id = j < have ? top[j] : mb->eos[0];
 		out[1 + j].logprob = j < have ? LP(s->logits[top[j]]) :
 		    ENGINE_LOGPROB_MASKED;
 	}
@@ -346,7 +451,7 @@ backend_count_tokens(void *impl, uint32_t model, const char *prompt,
 	/* too long even at the longest token: refused unencoded, *n 0 */
 	if (len / tokenizer_max_token_length(mb->tok) >= mb->ctx)
 		return TS_ELIMIT;
-	rc = tokenizer_encode(mb->tok, prompt, len, 1, 0, &ids, &k);
+	rc = encode_prompt(mb, prompt, len, &ids, &k);
 	if (rc != TS_OK)
 		return rc;
 	free(ids);
@@ -366,7 +471,7 @@ backend_tokenize(void *impl, uint32_t model, const char *prompt,
 	size_t k;
 
 	(void)model;
-	if (tokenizer_encode(mb->tok, prompt, len, 1, 0, &all, &k) != TS_OK)
+	if (encode_prompt(mb, prompt, len, &all, &k) != TS_OK)
 		return 0;
 	if (ids != NULL)
 		memcpy(ids, all, (k < cap ? k : cap) * sizeof(*ids));
@@ -395,13 +500,15 @@ backend_describe(void *impl, char *buf, size_t cap)
 	const struct model_config *c = &mb->m->cfg;
 	uint64_t params = model_param_count(c);
 
-	return snprintf(buf, cap, "model %s (dim %u, %u layers, %u heads, "
-	    "%u kv heads, vocab %u, hidden dim %u, %llu parameters, %llu "
-	    "weight bytes), context %u tokens, %u compute threads",
-	    mb->path, c->dim, c->n_layers, c->n_heads, c->n_kv_heads,
-	    c->vocab_size, c->hidden_dim, (unsigned long long)params,
-	    (unsigned long long)params * sizeof(float), mb->ctx,
-	    model_run_threads(mb->run));
+	return snprintf(buf, cap, "model %s (%s, %s weights; dim %u, %u "
+	    "layers, %u heads, %u kv heads, vocab %u, hidden dim %u, %llu "
+	    "parameters, %llu weight bytes), context %u tokens, %u compute "
+	    "threads, %s kernels", mb->path, mb->file->format,
+	    mb->file->weight_types, c->dim, c->n_layers, c->n_heads,
+	    c->n_kv_heads, c->vocab_size, c->hidden_dim,
+	    (unsigned long long)params,
+	    (unsigned long long)model_weight_bytes(mb->m), mb->ctx,
+	    model_run_threads(mb->run), quant_kernel_name());
 }
 
 static void
@@ -413,8 +520,7 @@ backend_close(void *impl)
 		return;
 	free(mb->path);
 	model_run_free(mb->run);
-	tokenizer_free(mb->tok);
-	model_close(mb->m);
+	model_file_close(mb->file);
 	free(mb->rows);
 	free(mb->rseq);
 	free(mb->ridx);
@@ -442,20 +548,21 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	}
 	mb = xcalloc(1, sizeof(*mb));
 	mb->opt = *o;
-	rc = model_open(&mb->m, checkpoint, err, errlen);
+	rc = model_file_open(&mb->file, checkpoint, tokenizer, err, errlen);
 	if (rc != TS_OK)
 		goto fail;
+	mb->m = mb->file->m;
+	mb->tok = mb->file->tok;
 	if (o->context > mb->m->cfg.seq_len) {
-		snprintf(err, errlen, "context %u is over the checkpoint's "
-		    "seq_len %u", o->context, mb->m->cfg.seq_len);
+		snprintf(err, errlen, "context %u is over the model's "
+		    "context length %u", o->context, mb->m->cfg.seq_len);
 		rc = TS_EINVAL;
 		goto fail;
 	}
 	mb->ctx = o->context ? o->context : mb->m->cfg.seq_len;
-	rc = tokenizer_open(&mb->tok, tokenizer, mb->m->cfg.vocab_size, err,
-	    errlen);
-	if (rc != TS_OK)
-		goto fail;
+	if (o->context == 0 && strcmp(mb->file->format, "llama2.c") != 0 &&
+	    mb->ctx > MODEL_FILE_DEFAULT_CONTEXT)
+		mb->ctx = MODEL_FILE_DEFAULT_CONTEXT;
 	rc = model_run_create(&mb->run, mb->m, o->max_batch, mb->ctx,
 	    o->threads);
 	if (rc != TS_OK) {
@@ -466,12 +573,7 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	mb->rows = xmalloc(o->max_batch * sizeof(*mb->rows));
 	mb->rseq = xmalloc(o->max_batch * sizeof(*mb->rseq));
 	mb->ridx = xmalloc(o->max_batch * sizeof(*mb->ridx));
-	{
-		const char *slash = strrchr(checkpoint, '/');
-
-		snprintf(mb->name, sizeof(mb->name), "%s",
-		    slash != NULL ? slash + 1 : checkpoint);
-	}
+	snprintf(mb->name, sizeof(mb->name), "%s", mb->file->name);
 	mb->models[0] = mb->name;
 	mb->path = xmalloc(strlen(checkpoint) + 1);
 	memcpy(mb->path, checkpoint, strlen(checkpoint) + 1);
@@ -485,8 +587,14 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->vocab_size = mb->m->cfg.vocab_size;
 	/* EOS, and BOS, which llama2.c's story models emit between
 	 * stories */
-	out->eos_ids[0] = MODEL_TOKEN_EOS;
-	out->eos_ids[1] = MODEL_TOKEN_BOS;
+	memcpy(mb->eos, mb->file->eos, sizeof(mb->eos));
+	mb->n_eos = mb->file->n_eos;
+	mb->gen.has = mb->file->gen_has;
+	mb->gen.temperature = mb->file->temperature;
+	mb->gen.top_p = mb->file->top_p;
+	mb->gen.top_k = mb->file->top_k;
+	memcpy(out->eos_ids, mb->eos, sizeof(mb->eos));
+	out->n_eos = mb->n_eos;
 	out->seq_start = backend_seq_start;
 	out->step = backend_step;
 	out->token_text = backend_token_text;
@@ -494,14 +602,13 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->logprobs = backend_logprobs;
 	out->count_tokens = backend_count_tokens;
 	out->tokenize = backend_tokenize;
-	out->bos_first = 1;
+	out->bos_first = tokenizer_add_bos(mb->tok);
 	out->context_len = backend_context_len;
 	out->describe = backend_describe;
 	out->close = backend_close;
 	return TS_OK;
 fail:
-	model_close(mb->m);
-	tokenizer_free(mb->tok);
+	model_file_close(mb->file);
 	free(mb);
 	return rc;
 }
@@ -536,4 +643,41 @@ llama_backend_seq_logits(const void *seq)
 	const struct model_seq *s = seq;
 
 	return s->fresh ? s->logits : NULL;
+}
+
+const struct model_file *
+llama_backend_file(const struct engine_backend *b)
+{
+	const struct model_backend *mb = b->impl;
+
+	return mb->file;
+}
+
+json_t *
+llama_backend_meta(const struct engine_backend *b)
+{
+	const struct model_backend *mb = b->impl;
+	const struct model_file *f = mb->file;
+	json_t *o = json_object(), *eos = json_array(), *gen = json_object();
+	uint32_t i;
+
+	for (i = 0; i < f->n_eos; i++)
+		json_array_append_new(eos, json_integer(f->eos[i]));
+	if (f->gen_has & ENGINE_GIVEN_TEMPERATURE)
+		json_object_set_new(gen, "temperature",
+		    json_real(f->temperature));
+	if (f->gen_has & ENGINE_GIVEN_TOP_P)
+		json_object_set_new(gen, "top_p", json_real(f->top_p));
+	if (f->gen_has & ENGINE_GIVEN_TOP_K)
+		json_object_set_new(gen, "top_k", json_integer(f->top_k));
+	json_object_set_new(o, "format", json_string(f->format));
+	json_object_set_new(o, "weights", json_string(f->weight_types));
+	json_object_set_new(o, "kernels", json_string(quant_kernel_name()));
+	json_object_set_new(o, "context_length",
+	    json_integer(f->context_length));
+	json_object_set_new(o, "eos_token_ids", eos);
+	json_object_set_new(o, "add_bos_token",
+	    json_boolean(tokenizer_add_bos(f->tok)));
+	json_object_set_new(o, "generation_defaults", gen);
+	return o;
 }

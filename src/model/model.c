@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include "model/model_pool.h"
+#include "model/quant.h"
 
 /* "ak42" read as a little-endian int32: the magic of llama2.c's newer
  * export versions (export.py version 1 and 2). */
 #define MODEL_MAGIC_AK42 0x616b3432
 
-/* RMSNorm's epsilon and RoPE's base, as in run.c. */
+/* RMSNorm's epsilon and RoPE's base when a config gives none, as in
+ * run.c. */
 #define MODEL_RMS_EPS 1e-5f
 #define MODEL_ROPE_THETA 10000.0f
 
@@ -81,9 +83,115 @@ model_config_check(struct model_config *c, char *err, size_t errlen)
 		    "n_kv_heads %u", c->n_heads, c->n_kv_heads);
 		return TS_EFORMAT;
 	}
+	if (!(c->rms_eps >= 0.0f && c->rms_eps < 1.0f) ||
+	    !(c->rope_theta >= 0.0f && c->rope_theta <= 1e12f) ||
+	    !(c->rope_freq_scale >= 0.0f && c->rope_freq_scale <= 1e6f)) {
+		snprintf(err, errlen, "rms_eps %g, rope_theta %g or rope "
+		    "scale %g is out of range", (double)c->rms_eps,
+		    (double)c->rope_theta, (double)c->rope_freq_scale);
+		return TS_EFORMAT;
+	}
+	if (c->rms_eps == 0.0f)
+		c->rms_eps = MODEL_RMS_EPS;
+	if (c->rope_theta == 0.0f)
+		c->rope_theta = MODEL_ROPE_THETA;
+	if (c->rope_freq_scale == 0.0f)
+		c->rope_freq_scale = 1.0f;
 	c->head_size = c->dim / c->n_heads;
 	c->kv_dim = c->head_size * c->n_kv_heads;
 	return TS_OK;
+}
+
+void *
+model_own(struct model *m, void *p)
+{
+	m->owned = xrealloc(m->owned, (m->n_owned + 1) * sizeof(*m->owned));
+	m->owned[m->n_owned++] = p;
+	return p;
+}
+
+void
+model_unbind(struct model *m)
+{
+	size_t i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < m->n_owned; i++)
+		free(m->owned[i]);
+	free(m->owned);
+	free(m->w.layers);
+	if (m->release != NULL)
+		m->release(m->release_arg);
+	memset(m, 0, sizeof(*m));
+}
+
+static uint64_t
+tensor_bytes(const struct model_tensor *t)
+{
+	return (uint64_t)t->rows * t->row_bytes;
+}
+
+uint64_t
+model_weight_bytes(const struct model *m)
+{
+	const struct model_config *c = &m->cfg;
+	uint64_t n = 0;
+	uint32_t l;
+
+	n += tensor_bytes(&m->w.token_embedding);
+	for (l = 0; l < c->n_layers; l++) {
+		const struct model_layer *y = &m->w.layers[l];
+
+		n += 2 * (uint64_t)c->dim * sizeof(float);
+		n += tensor_bytes(&y->wq) + tensor_bytes(&y->wk) +
+		    tensor_bytes(&y->wv) + tensor_bytes(&y->wo) +
+		    tensor_bytes(&y->w1) + tensor_bytes(&y->w2) +
+		    tensor_bytes(&y->w3);
+	}
+	n += (uint64_t)c->dim * sizeof(float);
+	if (m->w.wcls.data != m->w.token_embedding.data)
+		n += tensor_bytes(&m->w.wcls);
+	return n;
+}
+
+enum ts_err
+model_tensor_check(const struct model_tensor *t, const char *name,
+    uint32_t rows, uint32_t cols, char *err, size_t errlen)
+{
+	if (t->rows != rows || t->cols != cols) {
+		snprintf(err, errlen, "%s: shape [%u][%u], expected [%u][%u]",
+		    name, t->rows, t->cols, rows, cols);
+		return TS_EFORMAT;
+	}
+	if (t->type != MODEL_DTYPE_F32 && !quant_supported(t->type)) {
+		snprintf(err, errlen, "%s: type %s is not supported (f32, "
+		    "f16, bf16, q8_0, q4_0%s are)", name,
+		    model_dtype_name(t->type),
+		    quant_supported(MODEL_DTYPE_Q4_K) ? ", q4_K, q6_K" : "");
+		return TS_EFORMAT;
+	}
+	if (t->row_bytes != model_dtype_row_bytes(t->type, cols)) {
+		snprintf(err, errlen, "%s: %s rows of %u elements are not "
+		    "%llu bytes", name, model_dtype_name(t->type), cols,
+		    (unsigned long long)t->row_bytes);
+		return TS_EFORMAT;
+	}
+	return TS_OK;
+}
+
+/* An F32 tensor [rows][cols] at p. */
+static struct model_tensor
+f32_tensor(const float *p, uint64_t rows, uint64_t cols)
+{
+	struct model_tensor t;
+
+	t.type = MODEL_DTYPE_F32;
+	t.rows = (uint32_t)rows;
+	t.cols = (uint32_t)cols;
+	t.row_bytes = cols * sizeof(float);
+	t.data = p;
+	return t;
 }
 
 /* Floats of the file after the header, by tensor (see model.h). With the
@@ -209,30 +317,43 @@ model_bind(struct model *m, const void *data, size_t len, char *err,
 	kv = c.kv_dim;
 	v = c.vocab_size;
 	p = (const float *)((const char *)data + MODEL_HEADER_BYTES);
-	m->w.token_embedding = p;
+	m->w.layers = xcalloc(l, sizeof(*m->w.layers));
+	m->w.token_embedding = f32_tensor(p, v, d);
 	p += v * d;
-	m->w.rms_att = p;
+	/* the checkpoint keeps each kind of tensor for all layers in one
+	 * array: layer i's is the i-th slice */
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].rms_att = p + i * d;
 	p += l * d;
-	m->w.wq = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].wq = f32_tensor(p + i * d * d, d, d);
 	p += l * d * d;
-	m->w.wk = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].wk = f32_tensor(p + i * kv * d, kv, d);
 	p += l * kv * d;
-	m->w.wv = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].wv = f32_tensor(p + i * kv * d, kv, d);
 	p += l * kv * d;
-	m->w.wo = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].wo = f32_tensor(p + i * d * d, d, d);
 	p += l * d * d;
-	m->w.rms_ffn = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].rms_ffn = p + i * d;
 	p += l * d;
-	m->w.w1 = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].w1 = f32_tensor(p + i * hd * d, hd, d);
 	p += l * hd * d;
-	m->w.w2 = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].w2 = f32_tensor(p + i * d * hd, d, hd);
 	p += l * d * hd;
-	m->w.w3 = p;
+	for (i = 0; i < (int)l; i++)
+		m->w.layers[i].w3 = f32_tensor(p + i * hd * d, hd, d);
 	p += l * hd * d;
 	m->w.rms_final = p;
 	p += d;
 	p += (size_t)c.seq_len * (c.head_size / 2) * 2;
-	m->w.wcls = c.shared_classifier ? m->w.token_embedding : p;
+	m->w.wcls = c.shared_classifier ? m->w.token_embedding :
+	    f32_tensor(p, v, d);
 	return TS_OK;
 }
 
@@ -318,6 +439,7 @@ model_close(struct model *m)
 		return;
 	if (m->map != NULL)
 		munmap(m->map, m->map_len);
+	model_unbind(m);
 	free(m);
 }
 
@@ -339,6 +461,10 @@ struct model_run {
 	float *att;              /* [threads][ctx] attention scores */
 	float *logits;           /* [max_rows][vocab] */
 	uint32_t *lrows;         /* rows that want logits */
+	/* a matmul's inputs converted for quantized weights (quant.h's
+	 * vec types), one buffer per distinct type in a job */
+	unsigned char *xq[3];
+	size_t xq_row;           /* bytes per row of each xq buffer */
 	/* the pass in flight, for the attention job */
 	const struct model_row *rows;
 	uint32_t layer;
@@ -347,9 +473,13 @@ struct model_run {
 /* One to three matrices applied to the same batch of inputs: the rows of
  * all parts form one index range for the pool. */
 struct model_mm_part {
-	const float *w;          /* [d][in] */
+	const struct model_tensor *w;  /* [d][in] */
 	float *out;              /* [nb][d] */
 	uint32_t d;
+	/* for a quantized w: x converted to quant_vec_type(w->type),
+	 * nb rows of xq_bytes each */
+	const unsigned char *xq;
+	size_t xq_bytes;
 };
 
 struct model_mm {
@@ -481,14 +611,15 @@ dot4(const float *w, size_t n, const float *x, float *o)
  * (from cache) for the whole batch.
  */
 MODEL_HOT static void
-mm_rows(const struct model_mm *j, const struct model_mm_part *p,
+mm_rows_f32(const struct model_mm *j, const struct model_mm_part *p,
     uint32_t lo, uint32_t hi)
 {
+	const float *w = p->w->data;
 	size_t in = j->in, d = p->d, i, b;
 	float o[4];
 
 	for (i = lo; i + 4 <= hi; i += 4) {
-		const float *wi = p->w + i * in;
+		const float *wi = w + i * in;
 
 		for (b = 0; b < j->nb; b++) {
 			float *out = p->out + b * d + i;
@@ -502,8 +633,43 @@ mm_rows(const struct model_mm *j, const struct model_mm_part *p,
 	}
 	for (; i < hi; i++)
 		for (b = 0; b < j->nb; b++)
-			p->out[b * d + i] = dot(p->w + i * in, j->x + b * in,
+			p->out[b * d + i] = dot(w + i * in, j->x + b * in,
 			    in);
+}
+
+/* The same for a quantized (or half-precision) w: four of its rows at a
+ * time against each row of the converted input (quant_dot_rows). */
+static void
+mm_rows_quant(const struct model_mm *j, const struct model_mm_part *p,
+    uint32_t lo, uint32_t hi)
+{
+	const struct model_tensor *w = p->w;
+	const unsigned char *wd = w->data;
+	size_t d = p->d, i, b, k;
+	float o[4];
+
+	for (i = lo; i < hi; i += k) {
+		k = hi - i < 4 ? hi - i : 4;
+		for (b = 0; b < j->nb; b++) {
+			float *out = p->out + b * d + i;
+			size_t t;
+
+			quant_dot_rows(w->type, wd + i * w->row_bytes, j->in,
+			    p->xq + b * p->xq_bytes, k, o);
+			for (t = 0; t < k; t++)
+				out[t] = o[t];
+		}
+	}
+}
+
+static void
+mm_rows(const struct model_mm *j, const struct model_mm_part *p,
+    uint32_t lo, uint32_t hi)
+{
+	if (p->w->type == MODEL_DTYPE_F32)
+		mm_rows_f32(j, p, lo, hi);
+	else
+		mm_rows_quant(j, p, lo, hi);
 }
 
 static void
@@ -524,20 +690,41 @@ mm_fn(void *arg, uint32_t lo, uint32_t hi, uint32_t tid)
 	}
 }
 
-/* Runs the matmul job over the pool. */
+/* Converts the job's input for each quantized part (once per distinct
+ * vec type), then runs the matmul job over the pool. */
 static void
 mm_run(struct model_run *r, struct model_mm *j)
 {
-	uint32_t rows = 0, k;
+	enum model_dtype vt[3];
+	uint32_t rows = 0, k, q, nvt = 0, b;
 
-	for (k = 0; k < j->nparts; k++)
-		rows += j->part[k].d;
+	for (k = 0; k < j->nparts; k++) {
+		struct model_mm_part *p = &j->part[k];
+		enum model_dtype t;
+
+		rows += p->d;
+		if (p->w->type == MODEL_DTYPE_F32)
+			continue;
+		t = quant_vec_type((enum model_dtype)p->w->type);
+		for (q = 0; q < nvt && vt[q] != t; q++)
+			;
+		p->xq_bytes = model_dtype_row_bytes(t, j->in);
+		if (q == nvt) {
+			vt[nvt++] = t;
+			for (b = 0; b < j->nb; b++)
+				quant_prepare((enum model_dtype)p->w->type,
+				    j->x + (size_t)b * j->in,
+				    r->xq[q] + b * p->xq_bytes, j->in);
+		}
+		p->xq = r->xq[q];
+	}
 	model_pool_run(r->pool, mm_fn, j, rows);
 }
 
 /* o[n] = weight[n] * x[n] / rms(x), as run.c's rmsnorm. */
 static void
-rmsnorm(float *o, const float *x, const float *weight, uint32_t n)
+rmsnorm(float *o, const float *x, const float *weight, uint32_t n,
+    float eps)
 {
 	float ss = 0.0f;
 	uint32_t j;
@@ -545,7 +732,7 @@ rmsnorm(float *o, const float *x, const float *weight, uint32_t n)
 	for (j = 0; j < n; j++)
 		ss += x[j] * x[j];
 	ss /= (float)n;
-	ss += MODEL_RMS_EPS;
+	ss += eps;
 	ss = 1.0f / sqrtf(ss);
 	for (j = 0; j < n; j++)
 		o[j] = weight[j] * (ss * x[j]);
@@ -570,16 +757,26 @@ softmax(float *x, uint32_t n)
 }
 
 /* The cos and sin of RoPE's angles at `pos`, [head_size / 2][2], with
- * run.c's arithmetic (so the angles are the same floats). */
+ * run.c's arithmetic (so the angles are the same floats), the base
+ * theta, each pair's frequency divided by its factor (Llama 3's rope
+ * scaling, as llama.cpp's rope_freqs; NULL: none) and positions scaled
+ * by freq_scale (linear scaling; 1: none). */
 static void
-rope_table(float *t, uint32_t head_size, uint32_t pos)
+rope_table(float *t, uint32_t head_size, uint32_t pos, float theta,
+    const float *factors, float freq_scale)
 {
 	uint32_t i;
 
 	for (i = 0; i < head_size; i += 2) {
-		float freq = 1.0f / powf(MODEL_ROPE_THETA,
+		float freq = 1.0f / powf(theta,
 		    (float)i / (float)head_size);
-		float val = (float)pos * freq;
+		float val;
+
+		if (factors != NULL)
+			freq /= factors[i / 2];
+		if (freq_scale != 1.0f)
+			freq *= freq_scale;
+		val = (float)pos * freq;
 
 		t[i] = cosf(val);
 		t[i + 1] = sinf(val);
@@ -649,6 +846,7 @@ model_run_create(struct model_run **out, const struct model *m,
 	struct model_run *r;
 	enum ts_err rc;
 	size_t n;
+	int k;
 
 	*out = NULL;
 	if (max_rows == 0 || ctx == 0 || ctx > c->seq_len ||
@@ -678,6 +876,12 @@ model_run_create(struct model_run **out, const struct model *m,
 	r->att = xmalloc((size_t)threads * ctx * sizeof(float));
 	r->logits = xmalloc(n * c->vocab_size * sizeof(float));
 	r->lrows = xmalloc(n * sizeof(uint32_t));
+	/* the widest conversion is F16's 2 bytes per element (Q8_0: 34 per
+	 * 32, Q8_K: 292 per 256) */
+	r->xq_row = 2 * (size_t)(c->dim > c->hidden_dim ? c->dim :
+	    c->hidden_dim) + 64;
+	for (k = 0; k < 3; k++)
+		r->xq[k] = xmalloc(n * r->xq_row);
 	*out = r;
 	return TS_OK;
 }
@@ -700,6 +904,9 @@ model_run_free(struct model_run *r)
 	free(r->att);
 	free(r->logits);
 	free(r->lrows);
+	free(r->xq[0]);
+	free(r->xq[1]);
+	free(r->xq[2]);
 	free(r);
 }
 
@@ -719,25 +926,26 @@ forward_layer(struct model_run *r, const struct model_row *rows,
 	size_t dim = c->dim, kv_dim = c->kv_dim, hid = c->hidden_dim;
 	size_t loff = (size_t)l * r->ctx * kv_dim;
 	size_t voff = (size_t)c->n_layers * r->ctx * kv_dim;
+	const struct model_layer *y = &m->w.layers[l];
 	struct model_mm j;
 	uint32_t b, i;
 
 	/* attention: q, k, v of every row */
 	for (b = 0; b < n; b++)
-		rmsnorm(r->xb + b * dim, r->x + b * dim,
-		    m->w.rms_att + l * dim, c->dim);
+		rmsnorm(r->xb + b * dim, r->x + b * dim, y->rms_att,
+		    c->dim, c->rms_eps);
 	memset(&j, 0, sizeof(j));
 	j.x = r->xb;
 	j.in = c->dim;
 	j.nb = n;
 	j.nparts = 3;
-	j.part[0].w = m->w.wq + l * dim * dim;
+	j.part[0].w = &y->wq;
 	j.part[0].out = r->q;
 	j.part[0].d = c->dim;
-	j.part[1].w = m->w.wk + l * kv_dim * dim;
+	j.part[1].w = &y->wk;
 	j.part[1].out = r->k;
 	j.part[1].d = c->kv_dim;
-	j.part[2].w = m->w.wv + l * kv_dim * dim;
+	j.part[2].w = &y->wv;
 	j.part[2].out = r->v;
 	j.part[2].d = c->kv_dim;
 	mm_run(r, &j);
@@ -764,7 +972,7 @@ forward_layer(struct model_run *r, const struct model_row *rows,
 	j.in = c->dim;
 	j.nb = n;
 	j.nparts = 1;
-	j.part[0].w = m->w.wo + l * dim * dim;
+	j.part[0].w = &y->wo;
 	j.part[0].out = r->xb2;
 	j.part[0].d = c->dim;
 	mm_run(r, &j);
@@ -773,17 +981,17 @@ forward_layer(struct model_run *r, const struct model_row *rows,
 
 	/* FFN: w2(silu(w1 x) * w3 x) */
 	for (b = 0; b < n; b++)
-		rmsnorm(r->xb + b * dim, r->x + b * dim,
-		    m->w.rms_ffn + l * dim, c->dim);
+		rmsnorm(r->xb + b * dim, r->x + b * dim, y->rms_ffn,
+		    c->dim, c->rms_eps);
 	memset(&j, 0, sizeof(j));
 	j.x = r->xb;
 	j.in = c->dim;
 	j.nb = n;
 	j.nparts = 2;
-	j.part[0].w = m->w.w1 + l * hid * dim;
+	j.part[0].w = &y->w1;
 	j.part[0].out = r->hb;
 	j.part[0].d = c->hidden_dim;
-	j.part[1].w = m->w.w3 + l * hid * dim;
+	j.part[1].w = &y->w3;
 	j.part[1].out = r->hb2;
 	j.part[1].d = c->hidden_dim;
 	mm_run(r, &j);
@@ -797,7 +1005,7 @@ forward_layer(struct model_run *r, const struct model_row *rows,
 	j.in = c->hidden_dim;
 	j.nb = n;
 	j.nparts = 1;
-	j.part[0].w = m->w.w2 + l * dim * hid;
+	j.part[0].w = &y->w2;
 	j.part[0].out = r->xb2;
 	j.part[0].d = c->dim;
 	mm_run(r, &j);
@@ -818,10 +1026,18 @@ model_forward(struct model_run *r, const struct model_row *rows,
 	if (n == 0)
 		return;
 	for (b = 0; b < n; b++) {
-		memcpy(r->x + b * dim, m->w.token_embedding +
-		    (size_t)rows[b].token * dim, dim * sizeof(float));
+		const struct model_tensor *te = &m->w.token_embedding;
+		const unsigned char *row = (const unsigned char *)te->data +
+		    (size_t)rows[b].token * te->row_bytes;
+
+		if (te->type == MODEL_DTYPE_F32)
+			memcpy(r->x + b * dim, row, dim * sizeof(float));
+		else
+			quant_dequant_row((enum model_dtype)te->type, row,
+			    r->x + b * dim, dim);
 		rope_table(r->rope + b * c->head_size, c->head_size,
-		    rows[b].pos);
+		    rows[b].pos, c->rope_theta, m->rope_freq_factors,
+		    c->rope_freq_scale);
 	}
 	for (l = 0; l < c->n_layers; l++)
 		forward_layer(r, rows, n, l);
@@ -831,7 +1047,7 @@ model_forward(struct model_run *r, const struct model_row *rows,
 		if (rows[b].logits == NULL)
 			continue;
 		rmsnorm(r->xb + nl * dim, r->x + b * dim, m->w.rms_final,
-		    c->dim);
+		    c->dim, c->rms_eps);
 		r->lrows[nl++] = b;
 	}
 	if (nl == 0)
@@ -841,7 +1057,7 @@ model_forward(struct model_run *r, const struct model_row *rows,
 	j.in = c->dim;
 	j.nb = nl;
 	j.nparts = 1;
-	j.part[0].w = m->w.wcls;
+	j.part[0].w = &m->w.wcls;
 	j.part[0].out = r->logits;
 	j.part[0].d = c->vocab_size;
 	mm_run(r, &j);

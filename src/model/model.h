@@ -71,6 +71,10 @@ struct model_config {
 	uint32_t vocab_size;
 	uint32_t seq_len;        /* longest sequence, positions */
 	int shared_classifier;   /* 1: wcls is the embedding table */
+	float rms_eps;           /* RMSNorm's epsilon; 0: 1e-5 (run.c) */
+	float rope_theta;        /* RoPE's base; 0: 10000 (run.c) */
+	float rope_freq_scale;   /* linear RoPE scaling, position x this;
+				  * 0: 1 (none) */
 	/* derived by model_config_check: */
 	uint32_t head_size;      /* dim / n_heads */
 	uint32_t kv_dim;         /* head_size * n_kv_heads */
@@ -78,7 +82,7 @@ struct model_config {
 
 /*
  * Checks a config against the rules above and fills head_size and
- * kv_dim. Returns TS_OK, or TS_EFORMAT with the first problem in err
+ * kv_dim, and the defaults of rms_eps, rope_theta, rope_freq_scale. Returns TS_OK, or TS_EFORMAT with the first problem in err
  * ("dim 100 is not a multiple of n_heads 3").
  */
 enum ts_err model_config_check(struct model_config *c, char *err,
@@ -91,28 +95,85 @@ uint64_t model_file_bytes(const struct model_config *c);
  * counted; a shared classifier counts once). */
 uint64_t model_param_count(const struct model_config *c);
 
-/* Pointers into the checkpoint, shapes as in the format above. */
-struct model_weights {
-	const float *token_embedding;
-	const float *rms_att;
-	const float *wq, *wk, *wv, *wo;
-	const float *rms_ffn;
-	const float *w1, *w2, *w3;
-	const float *rms_final;
-	const float *wcls;
+/*
+ * A weight matrix [rows][cols] of element type `type` (model/dtype.h):
+ * row i is row_bytes bytes at data + i * row_bytes, and maps x[cols] to
+ * y[i]. F32 rows are floats; the others are ggml's blocks along the row
+ * (cols a multiple of the type's block), computed by model/quant.h.
+ */
+struct model_tensor {
+	uint32_t type;           /* enum model_dtype */
+	uint32_t rows;
+	uint32_t cols;
+	uint64_t row_bytes;
+	const void *data;
 };
 
+/* One transformer block's weights. The norms are float32 [dim]. */
+struct model_layer {
+	const float *rms_att;
+	const float *rms_ffn;
+	struct model_tensor wq;  /* [dim][dim] */
+	struct model_tensor wk;  /* [kv_dim][dim] */
+	struct model_tensor wv;  /* [kv_dim][dim] */
+	struct model_tensor wo;  /* [dim][dim] */
+	struct model_tensor w1;  /* [hidden][dim]  (gate) */
+	struct model_tensor w2;  /* [dim][hidden]  (down) */
+	struct model_tensor w3;  /* [hidden][dim]  (up) */
+};
+
+/* The weights a forward pass reads. */
+struct model_weights {
+	struct model_tensor token_embedding;  /* [vocab][dim] */
+	struct model_layer *layers;           /* [n_layers] */
+	const float *rms_final;               /* [dim] */
+	struct model_tensor wcls;             /* [vocab][dim]; the embedding
+					       * table when shared */
+};
+
+/*
+ * A model: its config and weights, and what keeps them alive. The
+ * loaders (this file's llama2.c checkpoints, model_file.h's GGUF files
+ * and Hugging Face folders) fill it; the forward pass only reads it.
+ */
 struct model {
 	struct model_config cfg;
 	struct model_weights w;
+	const float *rope_freq_factors; /* [head_size / 2] divisors of
+					 * RoPE's frequencies (Llama 3's
+					 * rope scaling), or NULL */
 	void *map;               /* the file's read-only mapping, or NULL */
 	size_t map_len;
+	/* what the loader made: freed by model_close / model_unbind */
+	void (*release)(void *); /* called with release_arg, or NULL */
+	void *release_arg;
+	void **owned;            /* malloc'd blocks (converted tensors) */
+	size_t n_owned;
 };
+
+/* Keeps the malloc'd block p until the model is unbound; returns p. */
+void *model_own(struct model *m, void *p);
+
+/* Bytes of the weights a forward pass reads (a shared classifier counts
+ * once): what a decode step at batch 1 streams from memory. */
+uint64_t model_weight_bytes(const struct model *m);
+
+/* Frees what model_bind (or a loader) made for m, not m itself; m is
+ * zeroed. Accepts a zeroed model. */
+void model_unbind(struct model *m);
+
+/* Checks that a tensor has the shape [rows][cols] and a type the
+ * forward pass computes (F32, or one model/quant.h supports). Returns
+ * TS_OK or TS_EFORMAT: "blk.0.attn_q.weight: shape [64][32], expected
+ * [64][64]" with `name` first. */
+enum ts_err model_tensor_check(const struct model_tensor *t,
+    const char *name, uint32_t rows, uint32_t cols, char *err,
+    size_t errlen);
 
 /*
  * Reads the header of the checkpoint image (data, len) (borrowed for the
  * model's life), validates it and the image's size, and points m's
- * weights into it. Returns TS_OK, TS_EFORMAT with the problem in err
+ * weights into it (free what it made with model_unbind). Returns TS_OK, TS_EFORMAT with the problem in err
  * ("file is 1000 bytes but the header (...) implies 2000 bytes"), or
  * TS_EINVAL when data is not aligned for float.
  */
@@ -127,7 +188,7 @@ enum ts_err model_bind(struct model *m, const void *data, size_t len,
 enum ts_err model_open(struct model **out, const char *path, char *err,
     size_t errlen);
 
-/* Unmaps and frees. Accepts NULL. */
+/* Unbinds, unmaps and frees. Accepts NULL. */
 void model_close(struct model *m);
 
 /* Floats of one sequence's KV cache for `ctx` positions:

@@ -4,6 +4,8 @@
  */
 #include "ollama/parse.h"
 
+#include "backend/backend.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,7 +363,7 @@ parse_options(const json_t *root, struct ollama_request *req,
 	const json_t *o = json_object_get(root, "options");
 	long long v;
 	int has;
-	double ignored = 0;
+	double top_k = 0;
 
 	if (o == NULL || json_is_null(o))
 		return TS_OK;
@@ -377,8 +379,17 @@ parse_options(const json_t *root, struct ollama_request *req,
 		req->num_predict = v < 0 ? HTTP_MAX_TOKENS_CAP : (uint32_t)v;
 	if (opt_num(o, "temperature", 0, 2, &req->temperature, err) != TS_OK ||
 	    opt_num(o, "top_p", 0, 1, &req->top_p, err) != TS_OK ||
-	    opt_num(o, "top_k", 0, 1e9, &ignored, err) != TS_OK)
+	    opt_num(o, "top_k", 0, 1e9, &top_k, err) != TS_OK)
 		return TS_EINVAL;
+	req->top_k = top_k >= 1.0 && top_k <= 1e6 ? (uint32_t)top_k :
+	    top_k > 1e6 ? 1000000u : 0u;
+#define GIVEN(k) (json_object_get(o, k) != NULL && \
+	    !json_is_null(json_object_get(o, k)))
+	req->sampling_given = (GIVEN("temperature") ?
+	    ENGINE_GIVEN_TEMPERATURE : 0) |
+	    (GIVEN("top_p") ? ENGINE_GIVEN_TOP_P : 0) |
+	    (GIVEN("top_k") ? ENGINE_GIVEN_TOP_K : 0);
+#undef GIVEN
 	if (req->top_p == 0)
 		req->top_p = 1e-9;   /* the engine's (0, 1]: the top token */
 	if (opt_int(o, "seed", INT64_MIN / 2, INT64_MAX / 2, &v, &has, err) !=
@@ -691,11 +702,9 @@ ollama_prompt(const struct ollama_request *req, struct ts_buf *b)
 	enum ts_err rc = TS_OK;
 
 	if (req->kind == OLLAMA_CHAT) {
-		if (req->tools_json != NULL)
-			rc = chat_render_tools(req->tools_json,
-			    strlen(req->tools_json), b);
-		if (rc == TS_OK)
-			rc = chat_render(req->msgs, req->n_msgs, b);
+		rc = chat_render_with_tools(req->tools_json,
+		    req->tools_json != NULL ? strlen(req->tools_json) : 0,
+		    req->msgs, req->n_msgs, 1, 0, b);
 	} else if (req->raw) {
 		rc = ts_buf_append(b, req->prompt != NULL ? req->prompt : "",
 		    req->prompt_len);
@@ -708,11 +717,11 @@ ollama_prompt(const struct ollama_request *req, struct ts_buf *b)
 		m[k].role = CHAT_ROLE_USER;
 		m[k].content = req->prompt;
 		m[k++].len = req->prompt_len;
-		rc = chat_render(m, k, b);
+		rc = chat_render_with_tools(NULL, 0, m, k, 1, 0, b);
 	}
 	if (rc != TS_OK) {
 		b->len = mark;
-		return TS_ELIMIT;
+		return rc == TS_EINVAL ? TS_EINVAL : TS_ELIMIT;
 	}
 	return TS_OK;
 }

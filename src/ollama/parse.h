@@ -84,6 +84,8 @@ struct ollama_request {
 	uint32_t num_predict;         /* tokens at most */
 	double temperature;           /* default 0.8 (Ollama's) */
 	double top_p;                 /* default 0.9 (Ollama's) */
+	uint32_t top_k;               /* options.top_k; 0: none */
+	unsigned sampling_given;      /* ENGINE_GIVEN_* of the three */
 	int has_seed;
 	int64_t seed;
 	const char *stop[OLLAMA_MAX_STOP];

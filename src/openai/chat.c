@@ -35,13 +35,9 @@ openai_chat_prompt_opts(const struct openai_request *req, int gen,
 		msgs[i].len = m->content_len;
 	}
 	mark = b->len;
-	rc = TS_OK;
-	if (req->tools_json != NULL && chat_render_tools(req->tools_json,
-	    strlen(req->tools_json), b) != TS_OK)
-		rc = TS_ELIMIT;
-	if (rc == TS_OK)
-		rc = chat_render_opts(msgs, req->n_messages, gen, open_last,
-		    b);
+	rc = chat_render_with_tools(req->tools_json, req->tools_json != NULL ?
+	    strlen(req->tools_json) : 0, msgs, req->n_messages, gen,
+	    open_last, b);
 	if (rc != TS_OK)
 		b->len = mark;
 	free(msgs);

@@ -93,9 +93,9 @@ openai_token_cost_of(const struct engine_backend *be,
 	for (id = 0; id < be->vocab_size; id++)
 		if ((t = be->token_text(be->impl, id, &len)) != NULL)
 			cost_one(t, len, tc);
-	for (i = 0; i < 2; i++)
-		if (be->eos_ids[i] != UINT32_MAX && (t = be->token_text(
-		    be->impl, be->eos_ids[i], &len)) != NULL)
+	for (i = 0; i < be->n_eos && i < ENGINE_MAX_EOS; i++)
+		if ((t = be->token_text(be->impl, be->eos_ids[i], &len)) !=
+		    NULL)
 			cost_one(t, len, tc);
 }
 

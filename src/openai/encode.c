@@ -718,6 +718,11 @@ model_json(const struct openai_model_info *m)
 		if (m->chat_template != NULL)
 			ext = openai_json_set(ext, "chat_template",
 			    json_string(m->chat_template));
+		if (m->chat_template_source != NULL)
+			ext = openai_json_set(ext, "chat_template_source",
+			    json_string(m->chat_template_source));
+		if (m->model_meta != NULL && ext != NULL)
+			json_object_update(ext, m->model_meta);
 		if (m->latency_profile != NULL)
 			ext = openai_json_set(ext, "latency_profile",
 			    json_incref(m->latency_profile));

@@ -263,7 +263,13 @@ struct openai_model_info {
 	int64_t created;         /* unix time in seconds */
 	uint32_t max_model_len;  /* vLLM's field, in tokens; 0: omitted */
 	const char *backend;     /* "sim", ... (borrowed); NULL: omitted */
-	const char *chat_template; /* CHAT_TEMPLATE; NULL: omitted */
+	const char *chat_template; /* the template in use; NULL: omitted */
+	const char *chat_template_source; /* "model", "file", "tokstream";
+				  * NULL: omitted */
+	json_t *model_meta;      /* more fields of the tokstream object
+				  * (the llama backend's model: format,
+				  * eos_token_ids, generation_defaults...;
+				  * borrowed); NULL: none */
 	json_t *latency_profile; /* the latency profile in use (borrowed,
 				  * engine/profile.h's shape); NULL: omitted
 				  * (a physical backend takes its own time) */

@@ -4,6 +4,8 @@
  * extensions). See parse.h. No I/O.
  */
 #include "openai/parse.h"
+
+#include "backend/backend.h"
 #include "openai/parse_field.h"
 
 #include "jsonschema/schema_gen.h"
@@ -1343,10 +1345,22 @@ openai_parse_request(enum openai_kind kind, const char *body, size_t len,
 		if (r > 0)
 			req->max_tokens = (uint32_t)v;
 	}
-	if (field_get_number(root, "temperature", 0, 0, 2, &req->temperature,
-	    err) < 0 ||
-	    field_get_number(root, "top_p", 0, 1, 1, &req->top_p, err) < 0 ||
-	    parse_n(root, req, err) != TS_OK ||
+	if ((r = field_get_number(root, "temperature", 0, 0, 2,
+	    &req->temperature, err)) < 0)
+		goto out;
+	req->sampling_given |= r > 0 ? ENGINE_GIVEN_TEMPERATURE : 0;
+	if ((r = field_get_number(root, "top_p", 0, 1, 1, &req->top_p,
+	    err)) < 0)
+		goto out;
+	req->sampling_given |= r > 0 ? ENGINE_GIVEN_TOP_P : 0;
+	/* vLLM's top_k: -1 (or 0) disables it */
+	if ((r = field_get_int(root, "top_k", -1, 1 << 20, &v, err)) < 0)
+		goto out;
+	if (r > 0) {
+		req->top_k = v > 0 ? (uint32_t)v : 0;
+		req->sampling_given |= ENGINE_GIVEN_TOP_K;
+	}
+	if (parse_n(root, req, err) != TS_OK ||
 	    parse_stream(root, req, err) != TS_OK ||
 	    parse_stop(root, req, err) != TS_OK ||
 	    parse_tools(root, req, err) != TS_OK ||

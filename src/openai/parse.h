@@ -86,6 +86,8 @@ struct openai_request {
 				  * 16), chat 1..8192 (default 256) */
 	double temperature;      /* [0, 2], default 1 */
 	double top_p;            /* (0, 1], default 1 */
+	uint32_t top_k;          /* vLLM's top_k: 0 (or -1 given): none */
+	unsigned sampling_given; /* ENGINE_GIVEN_* of the three above */
 	uint32_t n;              /* choices, 1..OPENAI_MAX_N (default 1) */
 	int stream;              /* 1: answer with SSE chunks */
 	int include_usage;       /* 1: stream_options.include_usage (only

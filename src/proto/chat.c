@@ -108,3 +108,51 @@ chat_render(const struct chat_msg *msgs, size_t n,
 {
 	return chat_render_opts(msgs, n, 1, 0, out);
 }
+
+/* The model's renderer: set once before the threads start, read after */
+static const struct chat_renderer *chat_renderer;
+static _Thread_local char chat_error[256];
+
+void
+chat_set_renderer(const struct chat_renderer *r)
+{
+	chat_renderer = r;
+}
+
+int
+chat_has_renderer(void)
+{
+	return chat_renderer != NULL;
+}
+
+const char *
+chat_render_error(void)
+{
+	return chat_error;
+}
+
+enum ts_err
+chat_render_with_tools(const char *tools, size_t tools_len,
+    const struct chat_msg *msgs, size_t n, int gen, int open_last,
+    struct ts_buf *out)
+{
+	size_t mark = out->len;
+	enum ts_err rc = TS_OK;
+
+	chat_error[0] = '\0';
+	if (chat_renderer != NULL) {
+		rc = chat_renderer->render(chat_renderer->impl, msgs, n, tools,
+		    tools_len, gen, open_last, out, chat_error,
+		    sizeof(chat_error));
+		if (rc != TS_OK)
+			out->len = mark;
+		return rc;
+	}
+	if (tools != NULL)
+		rc = chat_render_tools(tools, tools_len, out);
+	if (rc == TS_OK)
+		rc = chat_render_opts(msgs, n, gen, open_last, out);
+	if (rc != TS_OK)
+		out->len = mark;
+	return rc;
+}

@@ -87,4 +87,44 @@ enum ts_err chat_render(const struct chat_msg *msgs, size_t n,
 enum ts_err chat_render_opts(const struct chat_msg *msgs, size_t n, int gen,
     int open_last, struct ts_buf *out);
 
+/*
+ * A model's own chat template (a Hugging Face chat_template, rendered by
+ * the server from the model's files: see docs/API.md "Chat templates").
+ * render appends the rendering of msgs[0..n) to out: the request's tools
+ * (a compact JSON array, or NULL), the generation prompt when gen, the
+ * last message left open when open_last. It returns TS_OK, TS_ELIMIT
+ * (out full), or TS_EINVAL with the reason in err (the template refused
+ * the messages: "template raised: Conversation roles must alternate").
+ * Called from any request thread at once: it must be reentrant.
+ */
+struct chat_renderer {
+	enum ts_err (*render)(void *impl, const struct chat_msg *msgs,
+	    size_t n, const char *tools, size_t tools_len, int gen,
+	    int open_last, struct ts_buf *out, char *err, size_t errlen);
+	void *impl;
+};
+
+/* Makes r the renderer of every chat_render_with_tools call (NULL: the
+ * built-in template above). Set once at start-up, before any request;
+ * r is borrowed for the process's life. */
+void chat_set_renderer(const struct chat_renderer *r);
+
+/* 1 when a model's renderer is set. */
+int chat_has_renderer(void);
+
+/*
+ * What every dialect renders a chat with: the model's renderer when one
+ * is set, else chat_render_tools (when tools is not NULL) and
+ * chat_render_opts. Errors as the renderer's; on TS_EINVAL from a
+ * model's template, chat_render_error() gives the reason. On error out
+ * is as it was.
+ */
+enum ts_err chat_render_with_tools(const char *tools, size_t tools_len,
+    const struct chat_msg *msgs, size_t n, int gen, int open_last,
+    struct ts_buf *out);
+
+/* The calling thread's last reason a model's template refused a chat
+ * ("" if none). */
+const char *chat_render_error(void);
+
 #endif /* TS_PROTO_CHAT_H */

@@ -32,9 +32,10 @@ sim_open(struct engine_backend *out, const struct backend_args *a,
 static const char *
 llama_check(const struct backend_args *a)
 {
-	if (a->model_path == NULL || a->tokenizer_path == NULL)
-		return "--backend llama needs --model FILE and --tokenizer "
-		    "FILE (tokstream-mkmodel makes a small pair)";
+	if (a->model_path == NULL)
+		return "--backend llama needs --model: a GGUF file, a Hugging "
+		    "Face folder, or a llama2.c checkpoint with --tokenizer "
+		    "FILE (tokstream-mkmodel makes all three)";
 	return NULL;
 }
 

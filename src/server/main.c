@@ -17,6 +17,9 @@
 #include <unistd.h>
 
 #include "server/backends.h"
+#include "server/chat_model.h"
+#include "model/llama.h"
+#include "model/model_file.h"
 #include "config.h"
 #include "engine/engine.h"
 #include "server/fcgi.h"
@@ -257,6 +260,25 @@ main(int argc, char **argv)
 	if (opt.replay_path != NULL && open_replay() != 0)
 		return 2;
 	server_init_costs(&srv);
+	{
+		const char *tpl = NULL, *bos = NULL, *eos = NULL;
+
+		if (strcmp(srv.backend->name, "llama") == 0) {
+			const struct model_file *f =
+			    llama_backend_file(srv.backend);
+
+			tpl = f->chat_template;
+			bos = f->bos_text;
+			eos = f->eos_text;
+			srv.model_meta = llama_backend_meta(srv.backend);
+		}
+		if (chat_model_init(opt.chat_template, tpl, bos, eos,
+		    &srv.chat_template, &srv.chat_template_source, errbuf,
+		    sizeof(errbuf)) != TS_OK) {
+			fprintf(stderr, "tokstream-fcgi: %s\n", errbuf);
+			return 2;
+		}
+	}
 	if (engine_paces(srv.engine))
 		srv.profile = engine_profile_json(&opt.engine.lat,
 		    opt.engine.load_factor_max);

@@ -64,11 +64,18 @@ options_usage(FILE *f)
 "                               --model file's name; up to 16)\n"
 "      --backend sim|llama      what makes the tokens (default sim: the\n"
 "                               deterministic simulator and latency model)\n"
-"      --model FILE             llama2.c checkpoint (--backend llama)\n"
-"      --tokenizer FILE         llama2.c tokenizer.bin (--backend llama)\n"
+"      --model PATH             --backend llama's model: a GGUF file, a\n"
+"                               Hugging Face folder (config.json,\n"
+"                               safetensors, tokenizer.json), or a llama2.c\n"
+"                               checkpoint\n"
+"      --tokenizer FILE         a llama2.c checkpoint's tokenizer.bin\n"
+"      --chat-template FILE|NAME  the chat template: a Jinja file, or\n"
+"                               tokstream (the built-in one); default:\n"
+"                               the model's own, else tokstream\n"
 "      --model-threads N        compute threads, 0 = one per CPU (default 0)\n"
 "      --model-context N        positions per sequence (KV cache), 0 = the\n"
-"                               model's seq_len (default 0)\n"
+"                               model's (llama2.c) or at most 4096 (GGUF,\n"
+"                               Hugging Face) (default 0)\n"
 "      --mode random|echo       random: the simulated model writes its own\n"
 "                               answer; echo: it repeats the last user\n"
 "                               message (default random)\n"
@@ -318,7 +325,7 @@ options_parse(struct options *o, int argc, char **argv)
 	    O_APIKEY, O_APIKEYFILE, O_MODE, O_KVBLOCKS, O_BLOCKSIZE,
 	    O_FRATE, O_FTYPES, O_FAFTER, O_FSEED, O_INSTANCE, O_OPENLAB,
 	    O_FHEADER, O_PROCS, O_ACCEPTTO, O_MPREFIX, O_REASONING,
-	    O_RFIELD, O_PROFILE, O_REPLAY, O_RSPEED, O_RMISS };
+	    O_RFIELD, O_PROFILE, O_REPLAY, O_RSPEED, O_RMISS, O_CHATTPL };
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 't' },
 		{ "io-threads", required_argument, NULL, O_IOTHREADS },
@@ -350,6 +357,7 @@ options_parse(struct options *o, int argc, char **argv)
 		{ "open-lab-endpoints", no_argument, NULL, O_OPENLAB },
 		{ "model", required_argument, NULL, O_MODEL },
 		{ "tokenizer", required_argument, NULL, O_TOKENIZER },
+		{ "chat-template", required_argument, NULL, O_CHATTPL },
 		{ "model-threads", required_argument, NULL, O_MTHREADS },
 		{ "model-context", required_argument, NULL, O_MCTX },
 		{ "mode", required_argument, NULL, O_MODE },
@@ -549,6 +557,7 @@ options_parse(struct options *o, int argc, char **argv)
 				served_model_add(o, argv[optind++]);
 			break;
 		case O_TOKENIZER: o->tokenizer_path = optarg; break;
+		case O_CHATTPL: o->chat_template = optarg; break;
 		case O_MTHREADS:
 			o->model_threads = parse_int("model-threads", optarg,
 			    0, 256);

@@ -16,7 +16,9 @@
  *   3. prefill: time to first token against the prompt's length.
  * With --model and --tokenizer, that model replaces the synthetic ones;
  * with --prompt as well, it generates text instead (a smoke test for a
- * real llama2.c checkpoint).
+ * real llama2.c checkpoint). With --bandwidth-only, table 1 alone (for a
+ * script that computes the floor of another engine, e.g.
+ * scripts/bench-llamacpp).
  *
  * Exit status: 0, 1 on a failure (stderr says which), 2 bad arguments.
  */
@@ -33,7 +35,10 @@
 #include "model/llama.h"
 #include "model/model.h"
 #include "model/model_pool.h"
+#include "model/model_file.h"
+#include "model/model_sample.h"
 #include "model/model_synth.h"
+#include "model/quant.h"
 
 #define BENCH_BIG_MIN ((size_t)1 << 30)    /* DRAM test buffers: at least
 						 * 1 GiB and 4 x the L3 */
@@ -52,8 +57,11 @@
 struct bench_opts {
 	uint32_t threads;            /* 0 = online CPUs */
 	int quick;                   /* smaller models, fewer runs */
+	int bandwidth_only;          /* the bandwidth table alone */
 	const char *model, *tokenizer, *prompt;
 	uint32_t n;                  /* tokens to generate with --prompt */
+	const char *prompt_ids;      /* --prompt-ids: greedy from these ids */
+	uint32_t batch;              /* sequences decoding together */
 };
 
 /* Synthetic models, about 1M, 8M, 34M and 63M parameters (with their
@@ -465,12 +473,140 @@ bench_generate(struct engine_backend *b, const char *prompt, uint32_t n)
 	return 0;
 }
 
+/*
+ * --prompt-ids: the model (any format model_file.h opens) run directly:
+ * the prompt's ids prefilled in one pass for each of `batch` sequences,
+ * then n greedy decode steps of all of them in one pass each (argmax,
+ * the lowest id on ties, as llama.cpp's greedy sampler). Run twice, the
+ * first a warm-up; prints one JSON line of the second: the first
+ * sequence's ids, the prefill time, the decode step's median and p90
+ * (TPOT) and the tokens per second of the batch. For the side-by-side
+ * with llama.cpp (scripts/bench-model-llamacpp).
+ */
+static int
+bench_ids(const struct bench_opts *o)
+{
+	struct model_file *f;
+	struct model_run *r = NULL;
+	struct model_row *rows = NULL;
+	float **kv = NULL, *lg = NULL;
+	uint32_t *ids = NULL, *out = NULL, np = 0, b, k, v, ctx, round;
+	double *step = NULL, t0, prefill = 0;
+	char err[512];
+	const char *s = o->prompt_ids;
+	int rc = -1;
+
+	if (model_file_open(&f, o->model, o->tokenizer, err, sizeof(err)) !=
+	    TS_OK) {
+		fprintf(stderr, "tokstream-model-bench: %s\n", err);
+		return -1;
+	}
+	v = f->m->cfg.vocab_size;
+	ids = xmalloc((strlen(s) / 2 + 2) * sizeof(*ids));
+	while (*s != '\0') {
+		char *end;
+		unsigned long x = strtoul(s, &end, 10);
+
+		if (end == s || x >= v || (*end != ',' && *end != '\0')) {
+			fprintf(stderr, "tokstream-model-bench: --prompt-ids: "
+			    "ids below %u, comma-separated\n", v);
+			goto out;
+		}
+		ids[np++] = (uint32_t)x;
+		s = *end == ',' ? end + 1 : end;
+	}
+	ctx = np + o->n + 1;
+	if (np == 0 || ctx > f->m->cfg.seq_len) {
+		fprintf(stderr, "tokstream-model-bench: %u prompt ids and %u "
+		    "tokens do not fit the context %u\n", np, o->n,
+		    f->m->cfg.seq_len);
+		goto out;
+	}
+	if (model_run_create(&r, f->m, np > o->batch ? np : o->batch, ctx,
+	    o->threads) != TS_OK) {
+		fprintf(stderr, "tokstream-model-bench: cannot start threads\n");
+		goto out;
+	}
+	kv = xcalloc(o->batch, sizeof(*kv));
+	for (b = 0; b < o->batch; b++)
+		kv[b] = xcalloc(model_kv_floats(&f->m->cfg, ctx),
+		    sizeof(float));
+	rows = xmalloc((np > o->batch ? np : o->batch) * sizeof(*rows));
+	lg = xmalloc((size_t)o->batch * v * sizeof(float));
+	out = xmalloc((size_t)o->batch * (o->n + 1) * sizeof(*out));
+	step = xmalloc((o->n + 1) * sizeof(*step));
+	for (round = 0; round < 2; round++) {
+		t0 = now_s();
+		for (b = 0; b < o->batch; b++) {
+			for (k = 0; k < np; k++) {
+				rows[k].kv = kv[b];
+				rows[k].token = ids[k];
+				rows[k].pos = k;
+				rows[k].logits = k + 1 == np ?
+				    lg + (size_t)b * v : NULL;
+			}
+			model_forward(r, rows, np);
+			out[b * (o->n + 1)] = model_argmax(lg + (size_t)b * v,
+			    v);
+		}
+		prefill = (now_s() - t0) * 1e3;
+		for (k = 1; k < o->n; k++) {
+			t0 = now_s();
+			for (b = 0; b < o->batch; b++) {
+				rows[b].kv = kv[b];
+				rows[b].token = out[b * (o->n + 1) + k - 1];
+				rows[b].pos = np + k - 1;
+				rows[b].logits = lg + (size_t)b * v;
+			}
+			model_forward(r, rows, o->batch);
+			for (b = 0; b < o->batch; b++)
+				out[b * (o->n + 1) + k] = model_argmax(lg +
+				    (size_t)b * v, v);
+			step[k - 1] = (now_s() - t0) * 1e3;
+		}
+	}
+	printf("{\"ids\":[");
+	for (k = 0; k < o->n; k++)
+		printf("%s%u", k ? "," : "", out[k]);
+	{
+		size_t ns = o->n > 1 ? o->n - 1 : 0;
+		double med = ns ? median(step, ns) : 0, p90;
+
+		/* median sorted step[]: its 90th percentile by rank */
+		p90 = ns ? step[(size_t)(0.9 * (double)(ns - 1) + 0.5)] : 0;
+		printf("],\"prefill_ms\":%.3f,\"tpot_ms_median\":%.4f,"
+		    "\"tpot_ms_p90\":%.4f,\"tokens_per_s\":%.2f,"
+		    "\"threads\":%u,\"batch\":%u,\"kernels\":\"%s\","
+		    "\"weights\":\"%s\",\"weight_bytes\":%llu}\n", prefill,
+		    med, p90, med > 0 ? o->batch * 1e3 / med : 0,
+		    model_run_threads(r), o->batch, quant_kernel_name(),
+		    f->weight_types,
+		    (unsigned long long)model_weight_bytes(f->m));
+	}
+	rc = 0;
+out:
+	for (b = 0; kv != NULL && b < o->batch; b++)
+		free(kv[b]);
+	free(kv);
+	free(rows);
+	free(lg);
+	free(out);
+	free(step);
+	free(ids);
+	model_run_free(r);
+	model_file_close(f);
+	return rc;
+}
+
 static void
 bench_usage(FILE *f)
 {
 	fputs("usage: tokstream-model-bench [--threads N] [--quick]\n"
-	    "           [--model FILE --tokenizer FILE [--prompt TEXT [-n N]]]"
-	    "\n\n"
+	    "           [--model PATH [--tokenizer FILE] [--prompt TEXT [-n N]]]"
+	    "\n       tokstream-model-bench --model PATH --prompt-ids IDS "
+	    "[-n N] [--batch B]"
+	    "\n       tokstream-model-bench --bandwidth-only [--threads N] "
+	    "[--quick]\n\n"
 	    "Measures memory bandwidth, then the llama backend's decode step\n"
 	    "time (TPOT) next to its floor (weight bytes / bandwidth) and\n"
 	    "its prefill time, on synthetic models of about 1M to 63M\n"
@@ -478,8 +614,14 @@ bench_usage(FILE *f)
 	    "/tmp).\n\n"
 	    "  --threads N        compute threads (default: online CPUs)\n"
 	    "  --quick            the two smallest models, fewer runs\n"
-	    "  --model FILE       a llama2.c checkpoint instead\n"
-	    "  --tokenizer FILE   its tokenizer.bin\n"
+	    "  --bandwidth-only   print the memory bandwidth table only\n"
+	    "  --model PATH       a GGUF file, a Hugging Face folder or a\n"
+	    "                     llama2.c checkpoint instead\n"
+	    "  --tokenizer FILE   a checkpoint's tokenizer.bin\n"
+	    "  --prompt-ids IDS   run the model on these token ids (comma-\n"
+	    "                     separated): -n greedy tokens for --batch B\n"
+	    "                     sequences at once (default 1), one JSON\n"
+	    "                     line: ids, prefill, TPOT median and p90\n"
 	    "  --prompt TEXT      generate from TEXT instead of measuring\n"
 	    "  -n N               tokens to generate (default 64)\n", f);
 }
@@ -490,9 +632,12 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "threads", required_argument, NULL, 'T' },
 		{ "quick", no_argument, NULL, 'q' },
+		{ "bandwidth-only", no_argument, NULL, 'B' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "tokenizer", required_argument, NULL, 't' },
 		{ "prompt", required_argument, NULL, 'p' },
+		{ "prompt-ids", required_argument, NULL, 'I' },
+		{ "batch", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -513,6 +658,7 @@ main(int argc, char **argv)
 		switch (ch) {
 		case 'T':
 		case 'n':
+		case 'b':
 			errno = 0;
 			{
 				unsigned long v = strtoul(optarg, &end, 10);
@@ -526,25 +672,36 @@ main(int argc, char **argv)
 				}
 				if (ch == 'T')
 					o.threads = (uint32_t)v;
+				else if (ch == 'b')
+					o.batch = (uint32_t)v;
 				else
 					o.n = (uint32_t)v;
 			}
 			break;
 		case 'q': o.quick = 1; break;
+		case 'B': o.bandwidth_only = 1; break;
 		case 'm': o.model = optarg; break;
 		case 't': o.tokenizer = optarg; break;
 		case 'p': o.prompt = optarg; break;
+		case 'I': o.prompt_ids = optarg; break;
 		case 'h': bench_usage(stdout); return 0;
 		default: bench_usage(stderr); return BENCH_EXIT_USAGE;
 		}
 	}
-	if (optind < argc || (o.model == NULL) != (o.tokenizer == NULL) ||
-	    (o.prompt != NULL && o.model == NULL)) {
+	if (optind < argc || (o.tokenizer != NULL && o.model == NULL) ||
+	    (o.prompt != NULL && o.model == NULL) ||
+	    (o.prompt_ids != NULL && (o.model == NULL || o.prompt != NULL)) ||
+	    o.batch > 64 ||
+	    (o.bandwidth_only && o.model != NULL)) {
 		bench_usage(stderr);
 		return BENCH_EXIT_USAGE;
 	}
 	if (o.threads == 0)
 		o.threads = model_pool_default_threads();
+	if (o.batch == 0)
+		o.batch = 1;
+	if (o.prompt_ids != NULL)
+		return bench_ids(&o) == 0 ? 0 : BENCH_EXIT_FAIL;
 
 	if (o.prompt != NULL) {
 		if (bench_open(&b, o.model, o.tokenizer, o.threads) != 0)
@@ -557,6 +714,8 @@ main(int argc, char **argv)
 	runs = o.quick ? 3 : BENCH_BW_RUNS;
 	steps = o.quick ? 8 : BENCH_DECODE_STEPS;
 	bw = bench_bandwidth(o.threads, runs);
+	if (o.bandwidth_only)
+		return bw > 0 ? 0 : BENCH_EXIT_FAIL;
 	if (o.model != NULL) {
 		if (bench_open(&b, o.model, o.tokenizer, o.threads) != 0)
 			return BENCH_EXIT_FAIL;

@@ -60,13 +60,14 @@ check_checkpoint(const uint8_t *data, size_t size)
 		FUZZ_CHECK(err[0] != '\0');
 	} else {
 		const char *lo = (const char *)img, *hi = lo + size;
-		const char *cls = (const char *)(m.w.wcls +
-		    (size_t)m.cfg.vocab_size * m.cfg.dim);
+		const char *cls = (const char *)m.w.wcls.data +
+		    (size_t)m.cfg.vocab_size * m.w.wcls.row_bytes;
 
 		FUZZ_CHECK(model_file_bytes(&m.cfg) == size);
-		FUZZ_CHECK((const char *)m.w.token_embedding > lo);
+		FUZZ_CHECK((const char *)m.w.token_embedding.data > lo);
 		FUZZ_CHECK(cls <= hi);
 		FUZZ_CHECK((const char *)(m.w.rms_final + m.cfg.dim) <= hi);
+		model_unbind(&m);
 	}
 	free(img);
 }

@@ -93,6 +93,13 @@ crosscheck_file() {
 	done
 }
 
+@test "the tokenizer.json of a tokstream-mkmodel Hugging Face folder (Llama 2 style): ids and decoded text as tokenizers.js" {
+	"$TS_BUILDDIR/src/tools/tokstream-mkmodel" --format hf \
+		--out "$BATS_TEST_TMPDIR/hf" --dim 64 --hidden-dim 128 --layers 1 \
+		--heads 2 --kv-heads 2 --seq-len 64
+	crosscheck_file "$BATS_TEST_TMPDIR/hf/tokenizer.json"
+}
+
 @test "the cross-check fails when the ids differ (a driver that drops each line's last id)" {
 	need_node @huggingface/tokenizers
 	cat >"$BATS_TEST_TMPDIR/wrong" <<-EOF

@@ -53,7 +53,7 @@ fake_backend(struct engine_backend *be)
 	be->max_token_bytes = 3;
 	be->vocab_size = N(vocab);
 	be->eos_ids[0] = EOS_ID;
-	be->eos_ids[1] = UINT32_MAX;
+	be->n_eos = 1;
 	be->token_text = fake_text;
 }
 

@@ -637,10 +637,13 @@ test_bind_every_prefix(void **unused)
 		assert_int_equal(model_bind(&m, img, len, err, sizeof(err)),
 		    TS_EFORMAT);
 	assert_int_equal(model_bind(&m, img, n, err, sizeof(err)), TS_OK);
-	assert_ptr_equal(m.w.token_embedding, img + 7);
-	assert_ptr_equal(m.w.wcls + c.vocab_size * c.dim, img + n / 4);
+	assert_ptr_equal(m.w.token_embedding.data, img + 7);
+	assert_ptr_equal((const float *)m.w.wcls.data + c.vocab_size * c.dim,
+	    img + n / 4);
 	/* less the freq_cis tables: seq_len x head_size / 2, twice */
 	assert_int_equal(model_param_count(&c), (n - 28) / 4 - 4 * 2 * 2);
+	assert_int_equal(model_weight_bytes(&m), 4 * model_param_count(&c));
+	model_unbind(&m);
 	free(img);
 }
 
