@@ -389,11 +389,49 @@ quant_vec_type(enum model_dtype t)
 	}
 }
 
+/*
+ * Activations for a Q8_0 or Q4_0 product as ggml quantizes them at run
+ * time on x86 (ggml-cpu/arch/x86/quants.c quantize_row_q8_0, the
+ * AVX2/AVX-512 path that llama.cpp takes on this kind of CPU): d = amax
+ * / 127 stored as fp16, each x times id = 127 / amax, rounded to the
+ * nearest integer with ties to even (_mm256_round_ps(_MM_ROUND_NEAREST)).
+ * The reference quantizer (quantize_row_q8_0_ref: id = 1 / d, roundf,
+ * ties away from zero) gives the same bytes but for ties and the last
+ * bit of id, which is enough to part a greedy text from llama.cpp's
+ * after a dozen tokens.
+ */
+static void
+prepare_q8_0(const float *x, uint8_t *y, size_t n)
+{
+	size_t b;
+	unsigned j;
+
+	for (b = 0; b < n / QUANT_QK; b++, x += QUANT_QK,
+	    y += QUANT_Q8_0_BYTES) {
+		float amax = 0.0f, d, id;
+		uint16_t dh;
+
+		for (j = 0; j < QUANT_QK; j++)
+			if (fabsf(x[j]) > amax)
+				amax = fabsf(x[j]);
+		d = amax / 127.f;
+		id = amax != 0.0f ? 127.f / amax : 0.0f;
+		dh = quant_f32_to_f16(d);
+		memcpy(y, &dh, 2);
+		for (j = 0; j < QUANT_QK; j++)
+			y[2 + j] = (uint8_t)(int8_t)nearbyintf(x[j] * id);
+	}
+}
+
 void
 quant_prepare(enum model_dtype t, const float *x, void *dst, size_t n)
 {
 	if (!quant_supported(t))
 		return;
+	if (quant_vec_type(t) == MODEL_DTYPE_Q8_0 && n % QUANT_QK == 0) {
+		prepare_q8_0(x, dst, n);
+		return;
+	}
 	quant_quantize_row(quant_vec_type(t), x, dst, n);
 }
 
