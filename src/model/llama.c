@@ -555,7 +555,8 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	mb->tok = mb->file->tok;
 	if (o->context > mb->m->cfg.seq_len) {
 		snprintf(err, errlen, "context %u is over the model's "
-		    "context length %u", o->context, mb->m->cfg.seq_len);
+		    "seq_len %u (its context length)", o->context,
+		    mb->m->cfg.seq_len);
 		rc = TS_EINVAL;
 		goto fail;
 	}

@@ -92,7 +92,8 @@ chat() {
 		h=$(chat '[{"role":"user","content":"Once upon a time"}]' | jq -r '.choices[0].message.content')
 		echo "gguf: $g"
 		echo "hf:   $h"
-		[ -n "$g" ] && [ "$g" = "$h" ]
+		[ -n "$g" ]
+		[ "$g" = "$h" ]
 	)
 }
 
@@ -130,7 +131,9 @@ chat() {
 		echo "default seed 2: $b"
 		echo "temperature 0:  $z"
 		echo "temperature 2:  $h"
-		[ "$a" = "$b" ] && [ "$a" = "$z" ] && [ "$h" != "$z" ]
+		[ "$a" = "$b" ]
+		[ "$a" = "$z" ]
+		[ "$h" != "$z" ]
 	)
 }
 
