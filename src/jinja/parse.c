@@ -27,7 +27,8 @@ struct parser {
 	struct jinja_template *t;
 	const struct jtok *toks;
 	size_t n, i;
-	int depth;
+	int depth;              /* blocks open */
+	int edepth;             /* expressions open */
 	char *err;
 	size_t errlen;
 	enum ts_err rc;
@@ -55,6 +56,14 @@ static void *pfail(struct parser *p, const struct jtok *at,
 		vsnprintf(p->err + w, p->errlen - w, fmt, ap);
 		va_end(ap);
 	}
+	return NULL;
+}
+
+/* Past JINJA_MAX_DEPTH: TS_ELIMIT. */
+static void *too_deep(struct parser *p, const struct jtok *at)
+{
+	pfail(p, at, "expression nested deeper than %d", JINJA_MAX_DEPTH);
+	p->rc = TS_ELIMIT;
 	return NULL;
 }
 
@@ -144,8 +153,7 @@ static int grow(struct parser *p, struct jnode *n, const struct jnode *c)
 	if (c != NULL && c->depth + 1 > n->depth)
 		n->depth = c->depth + 1;
 	if (n->depth > MAX_TREE) {
-		pfail(p, NULL, "expression nested too deeply");
-		p->rc = TS_ELIMIT;
+		too_deep(p, NULL);
 		return 0;
 	}
 	return 1;
@@ -382,12 +390,12 @@ static struct jnode *parse_unary(struct parser *p)
 	if (t != NULL && (t->type == T_UNARY || t->type == T_ADD) &&
 	    (strcmp(t->s, "-") == 0 || strcmp(t->s, "+") == 0)) {
 		p->i++;
-		if (++p->depth > JINJA_MAX_DEPTH)
-			return pfail(p, t, "expression nested too deeply");
+		if (++p->edepth > JINJA_MAX_DEPTH)
+			return too_deep(p, t);
 		n = node(p, E_UNARY, t);
 		n->op = t->s[0] == '-' ? OP_SUB : OP_ADD;
 		n->a = parse_unary(p);
-		p->depth--;
+		p->edepth--;
 		if (n->a == NULL || !grow(p, n, n->a))
 			return NULL;
 		return n;
@@ -533,12 +541,12 @@ static struct jnode *parse_not(struct parser *p)
 	if (!is_name(p, 0, "not"))
 		return parse_cmp(p);
 	at = &p->toks[p->i++];
-	if (++p->depth > JINJA_MAX_DEPTH)
-		return pfail(p, at, "expression nested too deeply");
+	if (++p->edepth > JINJA_MAX_DEPTH)
+		return too_deep(p, at);
 	n = node(p, E_UNARY, at);
 	n->op = OP_NOT;
 	n->a = parse_not(p);
-	p->depth--;
+	p->edepth--;
 	if (n->a == NULL || !grow(p, n, n->a))
 		return NULL;
 	return n;
@@ -574,8 +582,8 @@ static struct jnode *parse_expr(struct parser *p)
 	struct jnode *a, *n;
 	const struct jtok *at;
 
-	if (++p->depth > JINJA_MAX_DEPTH)
-		return pfail(p, peek(p, 0), "expression nested too deeply");
+	if (++p->edepth > JINJA_MAX_DEPTH)
+		return too_deep(p, peek(p, 0));
 	a = parse_or(p);
 	if (a != NULL && is_name(p, 0, "if")) {
 		at = &p->toks[p->i++];
@@ -596,7 +604,7 @@ static struct jnode *parse_expr(struct parser *p)
 			return NULL;
 		a = n;
 	}
-	p->depth--;
+	p->edepth--;
 	return a;
 }
 
@@ -659,10 +667,7 @@ static struct jnode *parse_primary(struct parser *p)
 		return n;
 	case T_LPAREN:
 		p->i++;
-		if (++p->depth > JINJA_MAX_DEPTH)
-			return pfail(p, t, "expression nested too deeply");
 		n = parse_seq(p, 0);
-		p->depth--;
 		if (n == NULL || !expect(p, T_RPAREN, "')'"))
 			return NULL;
 		return n;
@@ -671,8 +676,6 @@ static struct jnode *parse_primary(struct parser *p)
 		int dict = t->type == T_LBRACE;
 
 		p->i++;
-		if (++p->depth > JINJA_MAX_DEPTH)
-			return pfail(p, t, "expression nested too deeply");
 		n = node(p, dict ? E_DICT : E_LIST, t);
 		while (!is(p, dict ? T_RBRACE : T_RBRACKET)) {
 			struct jnode *e;
@@ -697,7 +700,6 @@ static struct jnode *parse_primary(struct parser *p)
 				p->i++;
 		}
 		p->i++;
-		p->depth--;
 		n->list = nl_done(p, &l, &n->nlist);
 		n->list2 = nl_done(p, &l2, &n->nlist2);
 		for (k = 0; k < n->nlist; k++)
