@@ -174,6 +174,15 @@ const char *jinja_find(const char *h, size_t n, const char *h2, size_t n2);
 /* The code point at s and its length in bytes (invalid: the byte, 1). */
 size_t jinja_utf8_next(const char *s, size_t n, uint32_t *cp);
 
+/* ---- operators (ops.c) ---- */
+/* l OP r for every operator but and/or (evaluated first, both). */
+struct jv *jinja_binop(struct jrun *r, enum jop op, struct jv *l,
+    struct jv *rt);
+/* obj[a:b:c] of a list or a string (by code points); NULL parts are
+ * absent. */
+struct jv *jinja_slice(struct jrun *r, struct jv *obj, struct jv *a,
+    struct jv *b, struct jv *c);
+
 /* ---- filters, tests, methods (filters.c) ---- */
 enum jfn {
 	F_RANGE = 1, F_RAISE, F_NAMESPACE, F_STRFTIME,

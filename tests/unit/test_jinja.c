@@ -431,6 +431,13 @@ static void test_bounds(void **state)
 	    "{% endfor %}", NULL, 1000, &out, err, sizeof(err)), TS_OK);
 	assert_int_equal(strlen(out), 1000);
 	free(out);
+	/* max_out 0: only the empty output fits */
+	assert_int_equal(render("{% if false %}x{% endif %}", NULL, 0, &out,
+	    err, sizeof(err)), TS_OK);
+	assert_string_equal(out, "");
+	free(out);
+	assert_int_equal(render("x", NULL, 0, &out, err, sizeof(err)),
+	    TS_ELIMIT);
 	/* a string that doubles: memory, not the machine */
 	assert_int_equal(render("{% set ns = namespace(s='xxxxxxxxxxxxxxxx')"
 	    " %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
