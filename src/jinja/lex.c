@@ -133,12 +133,78 @@ static int line_start(const char *p, size_t i)
 	    (unsigned char)p[i - 1] == 0xa9);
 }
 
+/* The end of a {% generation %} or {% endgeneration %} tag at i (0: no
+ * such tag there); *ls, *rs: the tag's "-" on the left, on the right. */
+static size_t generation_tag(const char *p, size_t n, size_t i, int *ls,
+    int *rs)
+{
+	size_t k = i + 2, w;
+
+	if (i + 1 >= n || p[i] != '{' || p[i + 1] != '%')
+		return 0;
+	*ls = k < n && p[k] == '-';
+	k += (size_t)*ls;
+	while (k < n && (w = jinja_space_at(p + k, n - k)) > 0)
+		k += w;
+	if (n - k >= 13 && memcmp(p + k, "endgeneration", 13) == 0)
+		k += 3;
+	if (n - k < 10 || memcmp(p + k, "generation", 10) != 0)
+		return 0;
+	k += 10;
+	while (k < n && (w = jinja_space_at(p + k, n - k)) > 0)
+		k += w;
+	*rs = k < n && p[k] == '-';
+	k += (size_t)*rs;
+	if (k + 1 >= n || p[k] != '%' || p[k + 1] != '}')
+		return 0;
+	return k + 2;
+}
+
+/*
+ * lexer.ts preprocess()'s last step: transformers' {% generation %} and
+ * {% endgeneration %} tags (the assistant mask of apply_chat_template)
+ * leave the text; a "-" inside one strips the whitespace beside it, on
+ * its side (never past the previous tag). In place; the new length.
+ */
+static size_t drop_generation_tags(char *p, uint32_t *at, size_t n)
+{
+	size_t i = 0, j = 0, floor = 0, end, k, w;
+	int ls, rs;
+
+	while (i < n) {
+		end = p[i] == '{' ? generation_tag(p, n, i, &ls, &rs) : 0;
+		if (end == 0) {
+			p[j] = p[i];
+			at[j++] = at[i++];
+			continue;
+		}
+		while (ls && j > floor) {
+			/* the code point that ends at j */
+			k = j - 1;
+			while (k > floor && ((unsigned char)p[k] & 0xc0) == 0x80)
+				k--;
+			if (jinja_space_at(p + k, j - k) != j - k)
+				break;
+			j = k;
+		}
+		for (i = end; i < n && (w = jinja_space_at(p + i, n - i)) > 0;
+		    i += w) {
+			for (k = 0; !rs && k < w; k++) {
+				p[j] = p[i + k];
+				at[j++] = at[i + k];
+			}
+		}
+		floor = j;
+	}
+	return j;
+}
+
 /*
  * lexer.ts preprocess() with lstrip_blocks and trim_blocks on (as its
  * Template does): drops one trailing "\n"; then /^[ \t]*({[#%-])/gm ->
  * "$1" (spaces and tabs before a block or comment tag at the start of a
- * line); then /([#%-]})\n/g -> "$1" (the newline after a tag). The
- * transformers-only {% generation %} tag is not handled.
+ * line); then /([#%-]})\n/g -> "$1" (the newline after a tag); then
+ * the {% generation %} tags go.
  */
 static void preprocess(const char *text, size_t len, struct src *s)
 {
@@ -180,6 +246,8 @@ static void preprocess(const char *text, size_t len, struct src *s)
 			i += 2;
 		}
 	}
+	n = j;
+	j = drop_generation_tags(p, at, n);
 	p[j] = '\0';
 	at[j] = (uint32_t)len;
 	s->p = p;

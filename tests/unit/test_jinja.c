@@ -97,6 +97,10 @@ static void test_whitespace(void **state)
 		{ "x\n\n", NULL, "x\n" },
 		/* {{- trims Unicode spaces too (U+3000) */
 		{ "a\xe3\x80\x80{{- 'b' }}", NULL, "ab" },
+		/* transformers' {% generation %} tags go, "-" trimming */
+		{ "a {% generation %} b{% endgeneration %}", NULL, "a  b" },
+		{ "a\xe3\x80\x80{%- generation %} b{% endgeneration -%}\n c",
+		  NULL, "a bc" },
 	};
 
 	(void)state;
