@@ -37,6 +37,24 @@ static struct jv *lookup(struct scope *sc, const char *name, size_t n)
 	return NULL;
 }
 
+static int assign(struct jrun *r, struct scope *sc, const char *name,
+    size_t n, struct jv *v)
+{
+	return jv_obj_set(r, sc->vars, name, n, v);
+}
+
+/* A scope in the arena: a macro may keep it past the block that made
+ * it (runtime.ts captures environments by reference). */
+static struct scope *new_scope(struct jrun *r, struct scope *parent)
+{
+	struct scope *sc = jrun_alloc(r, sizeof(*sc));
+
+	if (sc == NULL || (sc->vars = jv_array(r, JV_OBJECT, 4)) == NULL)
+		return NULL;
+	sc->parent = parent;
+	return sc;
+}
+
 static struct jv *undef(struct jrun *r)
 {
 	return jv_new(r, JV_UNDEF);
@@ -180,7 +198,78 @@ static struct jv *eval_dict(struct jrun *r, const struct jnode *n,
 	return v;
 }
 
-static struct jv *eval(struct jrun *r, const struct jnode *n,
+/*
+ * runtime.ts evaluateMacro() and bindMacroArguments(): a call's scope
+ * sits on the scope the macro was defined in; positional arguments, then
+ * keyword ones, then the defaults (evaluated in the call's scope), else
+ * undefined; the body's text is the result. Calls nest at most
+ * JINJA_MAX_DEPTH deep.
+ */
+static struct jv *call_macro(struct jrun *r, struct jv *fn,
+    struct jv **args, size_t nargs)
+{
+	const struct jnode *m = fn->u.fn.node;
+	struct jv *kw = nargs > 0 && args[nargs - 1]->t == JV_KWARGS ?
+	    args[--nargs] : NULL, *v;
+	struct scope *sc;
+	struct ts_buf t;
+	size_t k, used = 0;
+	enum flow f;
+
+	if (nargs > m->nlist)
+		return jrun_fail(r, TS_EINVAL, "macro '%s' takes not more "
+		    "than %zu argument(s)", m->s, m->nlist);
+	if (r->calls >= JINJA_MAX_DEPTH)
+		return jrun_fail(r, TS_ELIMIT, "macro calls nested deeper "
+		    "than %d", JINJA_MAX_DEPTH);
+	if ((sc = new_scope(r, fn->u.fn.scope)) == NULL)
+		return NULL;
+	for (k = 0; k < m->nlist; k++) {
+		const struct jnode *p = m->list[k];
+
+		v = k < nargs ? args[k] : NULL;
+		if (v == NULL && kw != NULL &&
+		    (v = jv_obj_get(kw, p->s, p->n)) != NULL)
+			used++;
+		if (!assign(r, sc, p->s, p->n, v ? v : undef(r)))
+			return NULL;
+	}
+	if (kw != NULL && used < kw->u.o.n)
+		for (k = 0; k < kw->u.o.n; k++) {
+			size_t j;
+
+			for (j = 0; j < m->nlist; j++)
+				if (strcmp(m->list[j]->s, kw->u.o.v[k].k) == 0)
+					break;
+			if (j == m->nlist)
+				return jrun_fail(r, TS_EINVAL, "macro '%s' "
+				    "takes no keyword argument '%s'", m->s,
+				    kw->u.o.v[k].k);
+		}
+	for (k = nargs; k < m->nlist; k++) {
+		const struct jnode *p = m->list[k];
+
+		if (p->kind != E_KWARG ||
+		    (kw != NULL && jv_obj_get(kw, p->s, p->n) != NULL))
+			continue;
+		if ((v = eval(r, p->a, sc)) == NULL ||
+		    !assign(r, sc, p->s, p->n, v))
+			return NULL;
+	}
+	ts_buf_init(&t, r->max_out);
+	r->calls++;
+	f = run_body(r, m->list2, m->nlist2, sc, &t);
+	r->calls--;
+	v = NULL;
+	if (f == FLOW_OK)
+		v = jv_str(r, t.p ? t.p : "", t.len);
+	else if (r->rc == TS_OK)
+		jrun_fail(r, TS_EINVAL, "break or continue outside a loop");
+	ts_buf_free(&t);
+	return v;
+}
+
+static struct jv *eval_node(struct jrun *r, const struct jnode *n,
     struct scope *sc)
 {
 	struct jv *v, *w, **args;
@@ -210,6 +299,8 @@ static struct jv *eval(struct jrun *r, const struct jnode *n,
 		args = eval_args(r, n, sc, &nargs);
 		if (args == NULL || (v = eval(r, n->a, sc)) == NULL)
 			return NULL;
+		if (v->t == JV_FUNC && v->u.fn.id == F_MACRO)
+			return call_macro(r, v, args, nargs);
 		return jinja_call(r, v, args, nargs);
 	case E_FILTER:
 		v = eval(r, n->a, sc);
@@ -271,10 +362,20 @@ static struct jv *eval(struct jrun *r, const struct jnode *n,
 	}
 }
 
-static int assign(struct jrun *r, struct scope *sc, const char *name,
-    size_t n, struct jv *v)
+/* Evaluation nests (eval, run_body, macro calls) at most JINJA_MAX_FRAMES
+ * deep, so that a render fits a thread's stack of 256 KiB. */
+static struct jv *eval(struct jrun *r, const struct jnode *n,
+    struct scope *sc)
 {
-	return jv_obj_set(r, sc->vars, name, n, v);
+	struct jv *v;
+
+	if (r->frames >= JINJA_MAX_FRAMES)
+		return jrun_fail(r, TS_ELIMIT, "template nested deeper than %d "
+		    "evaluations", JINJA_MAX_FRAMES);
+	r->frames++;
+	v = eval_node(r, n, sc);
+	r->frames--;
+	return v;
 }
 
 /* runtime.ts executeSet() */
@@ -391,14 +492,13 @@ static struct jv *loop_value(struct jrun *r, struct jv **items, size_t i,
 static enum flow run_for(struct jrun *r, const struct jnode *n,
     struct scope *outer, struct ts_buf *out)
 {
-	struct scope sc = { outer, NULL };
+	struct scope *sc = new_scope(r, outer);
 	struct jv *it, **items, *loop;
 	size_t k, count = 0;
 	int none = 1;
 	enum flow f;
 
-	if ((sc.vars = jv_array(r, JV_OBJECT, 4)) == NULL ||
-	    (it = eval(r, n->b, &sc)) == NULL)
+	if (sc == NULL || (it = eval(r, n->b, sc)) == NULL)
 		return FLOW_ERR;
 	if (jv_is_map(it)) {
 		struct jv *keys = jv_array(r, JV_ARRAY, it->u.o.n);
@@ -437,7 +537,7 @@ static enum flow run_for(struct jrun *r, const struct jnode *n,
 			}
 		}
 		if (n->c != NULL) {
-			struct scope test = { &sc, jv_array(r, JV_OBJECT, 2) };
+			struct scope test = { sc, jv_array(r, JV_OBJECT, 2) };
 			struct jv *ok;
 
 			if (test.vars == NULL || !bind(r, n->a, cur, &test) ||
@@ -451,10 +551,10 @@ static enum flow run_for(struct jrun *r, const struct jnode *n,
 	for (k = 0; k < count; k++) {
 		if (!jrun_step(r, 1) ||
 		    (loop = loop_value(r, items, k, count)) == NULL ||
-		    !assign(r, &sc, "loop", 4, loop) ||
-		    !bind(r, n->a, items[k], &sc))
+		    !assign(r, sc, "loop", 4, loop) ||
+		    !bind(r, n->a, items[k], sc))
 			return FLOW_ERR;
-		f = run_body(r, n->list, n->nlist, &sc, out);
+		f = run_body(r, n->list, n->nlist, sc, out);
 		if (f == FLOW_ERR)
 			return FLOW_ERR;
 		if (f == FLOW_CONTINUE)
@@ -464,13 +564,13 @@ static enum flow run_for(struct jrun *r, const struct jnode *n,
 		none = 0;
 	}
 	if (none)
-		return run_body(r, n->list2, n->nlist2, &sc, out) == FLOW_ERR ?
+		return run_body(r, n->list2, n->nlist2, sc, out) == FLOW_ERR ?
 		    FLOW_ERR : FLOW_OK;
 	return FLOW_OK;
 }
 
 /* runtime.ts renderBlock(): each statement's text into out. */
-static enum flow run_body(struct jrun *r, struct jnode *const *body,
+static enum flow run_stmts(struct jrun *r, struct jnode *const *body,
     size_t n, struct scope *sc, struct ts_buf *out)
 {
 	size_t k;
@@ -516,12 +616,37 @@ static enum flow run_body(struct jrun *r, struct jnode *const *body,
 			return FLOW_BREAK;
 		case S_CONTINUE:
 			return FLOW_CONTINUE;
+		case S_MACRO:
+			if ((v = jv_new(r, JV_FUNC)) == NULL)
+				return FLOW_ERR;
+			v->u.fn.id = F_MACRO;
+			v->u.fn.node = s;
+			v->u.fn.scope = sc;
+			if (!assign(r, sc, s->s, s->n, v))
+				return FLOW_ERR;
+			break;
 		default:
 			jrun_fail(r, TS_EINVAL, "unknown statement");
 			return FLOW_ERR;
 		}
 	}
 	return FLOW_OK;
+}
+
+static enum flow run_body(struct jrun *r, struct jnode *const *body,
+    size_t n, struct scope *sc, struct ts_buf *out)
+{
+	enum flow f;
+
+	if (r->frames >= JINJA_MAX_FRAMES) {
+		jrun_fail(r, TS_ELIMIT, "template nested deeper than %d "
+		    "evaluations", JINJA_MAX_FRAMES);
+		return FLOW_ERR;
+	}
+	r->frames++;
+	f = run_stmts(r, body, n, sc, out);
+	r->frames--;
+	return f;
 }
 
 enum ts_err jinja_parse(struct jinja_template **out, const char *text,

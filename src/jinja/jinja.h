@@ -27,6 +27,11 @@
 /* The deepest nesting of blocks ({% if %} in {% for %} ...) and of
  * parentheses, lists and dicts in one expression. */
 #define JINJA_MAX_DEPTH 64
+/* The deepest nesting of evaluations in a render (an expression inside
+ * an expression, a block inside a block, a macro call inside a macro):
+ * it bounds the stack a render takes (under 256 KiB, the server's
+ * threads' stacks). */
+#define JINJA_MAX_FRAMES 500
 /* The work one render may do: one step per expression node evaluated,
  * per statement run, per loop iteration and per item range() makes. */
 #define JINJA_MAX_STEPS 5000000ul

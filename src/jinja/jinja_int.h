@@ -51,7 +51,7 @@ size_t jinja_where(const char *text, size_t len, size_t pos, char *err,
 /* ---- the syntax tree ---- */
 enum jnode_kind {
 	/* statements */
-	S_TEXT, S_PRINT, S_IF, S_FOR, S_SET, S_BREAK, S_CONTINUE,
+	S_TEXT, S_PRINT, S_IF, S_FOR, S_SET, S_BREAK, S_CONTINUE, S_MACRO,
 	/* expressions */
 	E_STR, E_INT, E_FLOAT, E_NAME, E_LIST, E_TUPLE, E_DICT, E_MEMBER,
 	E_SLICE, E_CALL, E_FILTER, E_TEST, E_BIN, E_UNARY, E_TERNARY,
@@ -110,7 +110,12 @@ struct jv {
 		struct { const char *p; size_t n; } s;
 		struct { struct jv **v; size_t n, cap; } a;
 		struct { struct jv_pair *v; size_t n, cap; } o;
-		struct { int id; struct jv *self; } fn;
+		struct {
+			int id;
+			struct jv *self;        /* a method's object */
+			const struct jnode *node;       /* a macro's */
+			void *scope;    /* a macro's defining scope */
+		} fn;
 	} u;
 };
 
@@ -118,6 +123,8 @@ struct jv {
 struct jrun {
 	struct jarena arena;
 	unsigned long steps;
+	int calls;              /* macro calls open */
+	int frames;             /* evaluations open (eval, run_body) */
 	time_t now;
 	size_t max_out;
 	char *err;
@@ -185,7 +192,7 @@ struct jv *jinja_slice(struct jrun *r, struct jv *obj, struct jv *a,
 
 /* ---- filters, tests, methods (filters.c) ---- */
 enum jfn {
-	F_RANGE = 1, F_RAISE, F_NAMESPACE, F_STRFTIME,
+	F_RANGE = 1, F_RAISE, F_NAMESPACE, F_STRFTIME, F_MACRO,
 	M_UPPER, M_LOWER, M_STRIP, M_TITLE, M_CAPITALIZE, M_RSTRIP, M_LSTRIP,
 	M_STARTSWITH, M_ENDSWITH, M_SPLIT, M_REPLACE,
 	M_GET, M_ITEMS, M_KEYS, M_VALUES

@@ -205,7 +205,7 @@ struct jnode *jp_seq(struct parser *p, int primary)
 }
 
 /* ( args ) of a call (parseArgs "call"): positional, then name=value */
-static int parse_args(struct parser *p, struct jnode *call)
+int jp_args(struct parser *p, struct jnode *call)
 {
 	struct nlist l = { 0 };
 	int kw = 0;
@@ -340,7 +340,7 @@ static struct jnode *parse_call(struct parser *p, struct jnode *callee)
 		struct jnode *n = jp_node(p, E_CALL, jp_peek(p, 0));
 
 		n->a = callee;
-		if (!grow(p, n, callee) || !parse_args(p, n))
+		if (!grow(p, n, callee) || !jp_args(p, n))
 			return NULL;
 		callee = parse_member(p, n);
 	}
@@ -384,7 +384,7 @@ static struct jnode *parse_filter(struct parser *p)
 		n->a = operand;
 		if (jp_is(p, T_LPAREN)) {
 			n->flag = 1;
-			if (!parse_args(p, n))
+			if (!jp_args(p, n))
 				return NULL;
 		}
 		if (!grow(p, n, operand))

@@ -45,6 +45,8 @@ struct jnode *jp_node(struct parser *p, enum jnode_kind kind,
 void jp_push(struct nlist *l, struct jnode *n);
 /* The list, moved into the arena; its length in *n. */
 struct jnode **jp_done(struct parser *p, struct nlist *l, size_t *n);
+/* "(a, b, k=v)" into call->list (E_KWARG for k=v); 0 on error. */
+int jp_args(struct parser *p, struct jnode *call);
 /* An expression (parseExpression); NULL on error. */
 struct jnode *jp_expr(struct parser *p);
 /* expr (, expr)*: a tuple when there is a comma; with `primary`, of

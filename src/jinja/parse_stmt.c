@@ -2,8 +2,9 @@
  * jinja/parse_stmt.c - the statements of a template, after
  * @huggingface/jinja src/parser.ts (0.5.13) parseJinjaStatement(): text,
  * {{ expression }}, set (a name, names, ns.attr; a block set), if with
- * elif and else, for with a filter and an else, break, continue; macro,
- * call and filter blocks are refused. Blocks nest at most
+ * elif and else, for with a filter and an else, break, continue, macro
+ * (without caller, varargs and kwargs); call and filter blocks are
+ * refused. Blocks nest at most
  * JINJA_MAX_DEPTH deep (an elif counts as one more).
  */
 #include <stdio.h>
@@ -159,6 +160,40 @@ static struct jnode *parse_set(struct parser *p, const struct jtok *at)
 	return n;
 }
 
+static const char *const ends_macro[] = { "endmacro", NULL };
+
+/* after {% macro: name(params) %} body (parseMacroStatement); params are
+ * names, those with a default (name=value) last, each once */
+static struct jnode *parse_macro(struct parser *p, const struct jtok *at)
+{
+	const struct jtok *name = jp_peek(p, 0);
+	struct jnode *n = jp_node(p, S_MACRO, at);
+	size_t k, j;
+
+	if (name == NULL || name->type != T_NAME)
+		return jp_unexpected(p, "a macro name");
+	p->i++;
+	n->s = name->s;
+	n->n = name->n;
+	if (!jp_args(p, n))
+		return NULL;
+	for (k = 0; k < n->nlist; k++) {
+		const struct jnode *a = n->list[k];
+
+		if (a->kind != E_NAME && a->kind != E_KWARG)
+			return jp_fail(p, name, "expected a parameter name");
+		for (j = 0; j < k; j++)
+			if (strcmp(n->list[j]->s, a->s) == 0)
+				return jp_fail(p, name, "duplicate parameter "
+				    "'%s'", a->s);
+	}
+	if (!jp_expect(p, T_CLOSE_STMT, "'%}'") ||
+	    !parse_body(p, ends_macro, &n->list2, &n->nlist2,
+	    "'{% endmacro %}'"))
+		return NULL;
+	return n;
+}
+
 static struct jnode *parse_stmt(struct parser *p)
 {
 	const struct jtok *open = &p->toks[p->i++], *name = jp_peek(p, 0);
@@ -187,8 +222,10 @@ static struct jnode *parse_stmt(struct parser *p)
 		n = jp_node(p, name->s[0] == 'b' ? S_BREAK : S_CONTINUE, name);
 		if (!jp_expect(p, T_CLOSE_STMT, "'%}'"))
 			return NULL;
-	} else if (strcmp(name->s, "macro") == 0 ||
-	    strcmp(name->s, "call") == 0 ||
+	} else if (strcmp(name->s, "macro") == 0) {
+		n = parse_macro(p, name);
+		end = "endmacro";
+	} else if (strcmp(name->s, "call") == 0 ||
 	    strcmp(name->s, "filter") == 0) {
 		return jp_fail(p, name, "'%s' blocks are not supported",
 		    name->s);

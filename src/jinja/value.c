@@ -297,7 +297,7 @@ struct jv *jv_from_json(struct jrun *r, const void *json, int depth)
 
 	if (!jrun_step(r, 1))
 		return NULL;
-	if (depth > 1000)
+	if (depth > 256)
 		return jrun_fail(r, TS_EINVAL, "context nested too deeply");
 	switch (json_typeof(j)) {
 	case JSON_OBJECT:

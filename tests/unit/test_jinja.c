@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 #include <jansson.h>
 
 #include "jinja/jinja.h"
@@ -158,6 +159,15 @@ static void test_set(void **state)
 		  "{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}"
 		  "{{ ns.n }}", NULL, "3" },
 		{ "{% set b %}x{{ 1 }}y{% endset %}[{{ b }}]", NULL, "[x1y]" },
+		/* macros: defaults, keywords, recursion, the defining scope */
+		{ "{% macro m(a, b='d') %}[{{ a }}{{ b }}]{% endmacro %}"
+		  "{{ m(1) }}{{ m(1, 2) }}{{ m(b=3) }}{{ m() }}", NULL,
+		  "[1d][12][3][d]" },
+		{ "{% macro f(n) %}{% if n %}{{ n }}{{ f(n - 1) }}{% endif %}"
+		  "{% endmacro %}{{ f(3) }}", NULL, "321" },
+		{ "{% set o = namespace() %}{% for i in [1] %}{% macro g() %}"
+		  "{{ i }}{% endmacro %}{% set o.g = g %}{% endfor %}{{ o.g() }}",
+		  NULL, "1" },
 		/* an if does not open a scope */
 		{ "{% if true %}{% set x = 5 %}{% endif %}{{ x }}", NULL, "5" },
 	};
@@ -319,6 +329,12 @@ static void test_raise_and_runtime_errors(void **state)
 		  "cannot loop over IntegerValue" },
 		{ "{% break %}", NULL, TS_EINVAL,
 		  "break or continue outside a loop" },
+		{ "{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", NULL, TS_EINVAL,
+		  "macro 'm' takes not more than 1 argument(s)" },
+		{ "{% macro m(a) %}{% endmacro %}{{ m(z=1) }}", NULL, TS_EINVAL,
+		  "macro 'm' takes no keyword argument 'z'" },
+		{ "{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", NULL,
+		  TS_ELIMIT, "macro calls nested deeper than 64" },
 		{ "x", "{\"range\": 1}", TS_EINVAL,
 		  "variable already declared: range" },
 		{ "{% set x = 1 %}{% set x.a = 2 %}", NULL, TS_EINVAL,
@@ -354,8 +370,10 @@ static void test_parse_errors(void **state)
 		{ "x {# open", "line 1, column 3: unterminated comment" },
 		{ "{{ a b }}", "line 1, column 6: unexpected 'b', expected "
 		  "'}}'" },
-		{ "{% macro m() %}{% endmacro %}", "line 1, column 4: 'macro' "
+		{ "{% call m() %}{% endcall %}", "line 1, column 4: 'call' "
 		  "blocks are not supported" },
+		{ "{% macro m(a, a) %}{% endmacro %}", "line 1, column 10: "
+		  "duplicate parameter 'a'" },
 		{ "{{ 'a\\q' }}", "line 1, column 6: unexpected escaped "
 		  "character 'q'" },
 		{ "{{ a ! b }}", "line 1, column 6: unexpected character '!'" },
@@ -571,6 +589,69 @@ static void test_never_crashes(void **state)
 	json_decref(ctx);
 }
 
+/* The worst nesting the limits allow, in a thread with the server's
+ * 256 KiB stack (src/server/fcgi.c THREAD_STACK_BYTES): refused or
+ * rendered, never a stack overflow. */
+struct deep_job {
+	const char *tpl;
+	enum ts_err rc;
+	char err[256];
+};
+
+static void *deep_render(void *arg)
+{
+	struct deep_job *j = arg;
+	char *out;
+
+	j->rc = render(j->tpl, NULL, 1 << 20, &out, j->err, sizeof(j->err));
+	if (j->rc == TS_OK)
+		free(out);
+	return NULL;
+}
+
+static void run_in_small_stack(struct deep_job *j)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 256u * 1024u), 0);
+	assert_int_equal(pthread_create(&th, &attr, deep_render, j), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	pthread_attr_destroy(&attr);
+}
+
+static void test_stack(void **state)
+{
+	struct deep_job j;
+	char *ifs = repeat("{% if true %}", JINJA_MAX_DEPTH - 2, "", "");
+	char *ends = repeat("{% endif %}", JINJA_MAX_DEPTH - 2, "", "");
+	char *chain = repeat("(n) ~ ", 200, "n", "");
+	char *parens = repeat("(", JINJA_MAX_DEPTH - 2, "1", ")");
+	size_t len = strlen(ifs) + strlen(ends) + strlen(chain) +
+	    strlen(parens) + 256;
+	char *tpl = malloc(len);
+
+	(void)state;
+	/* a macro that recurses through 62 blocks and a 200-term chain */
+	snprintf(tpl, len, "{%% macro m(n) %%}%s{{ %s }}{{ m(n + 1) }}%s"
+	    "{%% endmacro %%}{{ m(0) }}", ifs, chain, ends);
+	j.tpl = tpl;
+	run_in_small_stack(&j);
+	assert_int_equal(j.rc, TS_ELIMIT);
+	assert_string_equal(j.err, "template nested deeper than 500 "
+	    "evaluations");
+	/* the deepest blocks around the deepest parentheses render */
+	snprintf(tpl, len, "%s{{ %s }}%s", ifs, parens, ends);
+	run_in_small_stack(&j);
+	assert_int_equal(j.rc, TS_OK);
+	free(tpl);
+	free(ifs);
+	free(ends);
+	free(chain);
+	free(parens);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -585,6 +666,7 @@ int main(void)
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_never_crashes),
+		cmocka_unit_test(test_stack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
