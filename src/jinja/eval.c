@@ -2,9 +2,9 @@
  * jinja/eval.c - runs the syntax tree: statements into the output,
  * expressions into values, after @huggingface/jinja src/runtime.ts
  * (0.5.13) Interpreter: scopes (a for loop opens one; set writes the
- * innermost), the loop variable, member access, calls, and the entry
- * points of jinja.h; the operators are in ops.c. Every node evaluated
- * and loop iteration counts a step.
+ * innermost), the loop variable, member access, calls, macros, and the
+ * entry points of jinja.h; the operators are in ops.c. Every node
+ * evaluated and loop iteration counts a step.
  */
 #include <math.h>
 #include <stdio.h>
