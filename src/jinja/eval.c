@@ -57,7 +57,7 @@ static struct scope *new_scope(struct jrun *r, struct scope *parent)
 
 static struct jv *undef(struct jrun *r)
 {
-	return jv_new(r, JV_UNDEF);
+	return jv_undef(r);
 }
 
 /* runtime.ts evaluateMemberExpression() */
@@ -208,7 +208,7 @@ static struct jv *eval_dict(struct jrun *r, const struct jnode *n,
 static struct jv *call_macro(struct jrun *r, struct jv *fn,
     struct jv **args, size_t nargs)
 {
-	const struct jnode *m = fn->u.fn.node;
+	const struct jnode *m = fn->u.fn.macro->node;
 	struct jv *kw = nargs > 0 && args[nargs - 1]->t == JV_KWARGS ?
 	    args[--nargs] : NULL, *v;
 	struct scope *sc;
@@ -222,7 +222,7 @@ static struct jv *call_macro(struct jrun *r, struct jv *fn,
 	if (r->calls >= JINJA_MAX_DEPTH)
 		return jrun_fail(r, TS_ELIMIT, "macro calls nested deeper "
 		    "than %d", JINJA_MAX_DEPTH);
-	if ((sc = new_scope(r, fn->u.fn.scope)) == NULL)
+	if ((sc = new_scope(r, fn->u.fn.macro->scope)) == NULL)
 		return NULL;
 	for (k = 0; k < m->nlist; k++) {
 		const struct jnode *p = m->list[k];
@@ -281,9 +281,10 @@ static struct jv *eval_node(struct jrun *r, const struct jnode *n,
 	case E_NAME:
 		v = lookup(sc, n->s, n->n);
 		return v != NULL ? v : undef(r);
-	case E_STR: return jv_str(r, n->s, n->n);
-	case E_INT: return jv_int(r, n->i);
-	case E_FLOAT: return jv_float(r, n->f);
+	case E_STR:
+	case E_INT:
+	case E_FLOAT:
+		return n->lit;
 	case E_BIN:
 		v = eval(r, n->a, sc);
 		if (v == NULL)
@@ -515,8 +516,11 @@ static enum flow run_for(struct jrun *r, const struct jnode *n,
 		    jv_type_name(it));
 		return FLOW_ERR;
 	}
-	items = jrun_alloc(r, (it->u.a.n + 1) * sizeof(*items));
-	if (items == NULL)
+	/* without a filter every item is taken: the list itself (nothing
+	 * changes a list in place) */
+	items = n->c == NULL ? it->u.a.v :
+	    jrun_alloc(r, (it->u.a.n + 1) * sizeof(*items));
+	if (items == NULL && it->u.a.n > 0)
 		return FLOW_ERR;
 	for (k = 0; k < it->u.a.n; k++) {
 		struct jv *cur = it->u.a.v[k];
@@ -546,12 +550,14 @@ static enum flow run_for(struct jrun *r, const struct jnode *n,
 			if (!jv_truthy(ok))
 				continue;
 		}
-		items[count++] = cur;
+		if (n->c != NULL)
+			items[count] = cur;
+		count++;
 	}
 	for (k = 0; k < count; k++) {
-		if (!jrun_step(r, 1) ||
-		    (loop = loop_value(r, items, k, count)) == NULL ||
-		    !assign(r, sc, "loop", 4, loop) ||
+		if (!jrun_step(r, 1) || (n->flag &&
+		    ((loop = loop_value(r, items, k, count)) == NULL ||
+		    !assign(r, sc, "loop", 4, loop))) ||
 		    !bind(r, n->a, items[k], sc))
 			return FLOW_ERR;
 		f = run_body(r, n->list, n->nlist, sc, out);
@@ -617,11 +623,13 @@ static enum flow run_stmts(struct jrun *r, struct jnode *const *body,
 		case S_CONTINUE:
 			return FLOW_CONTINUE;
 		case S_MACRO:
-			if ((v = jv_new(r, JV_FUNC)) == NULL)
+			if ((v = jv_new(r, JV_FUNC)) == NULL ||
+			    (v->u.fn.macro = jrun_alloc(r,
+			    sizeof(*v->u.fn.macro))) == NULL)
 				return FLOW_ERR;
 			v->u.fn.id = F_MACRO;
-			v->u.fn.node = s;
-			v->u.fn.scope = sc;
+			v->u.fn.macro->node = s;
+			v->u.fn.macro->scope = sc;
 			if (!assign(r, sc, s->s, s->n, v))
 				return FLOW_ERR;
 			break;
@@ -708,10 +716,10 @@ static int globals(struct jrun *r, struct jv *vars)
 	}
 	return jv_obj_set(r, vars, "false", 5, jv_bool(r, 0)) &&
 	    jv_obj_set(r, vars, "true", 4, jv_bool(r, 1)) &&
-	    jv_obj_set(r, vars, "none", 4, jv_new(r, JV_NULL)) &&
+	    jv_obj_set(r, vars, "none", 4, jv_null(r)) &&
 	    jv_obj_set(r, vars, "False", 5, jv_bool(r, 0)) &&
 	    jv_obj_set(r, vars, "True", 4, jv_bool(r, 1)) &&
-	    jv_obj_set(r, vars, "None", 4, jv_new(r, JV_NULL));
+	    jv_obj_set(r, vars, "None", 4, jv_null(r));
 }
 
 enum ts_err jinja_render_at(const struct jinja_template *t,

@@ -312,7 +312,7 @@ static struct jv *attr_path(struct jrun *r, struct jv *v, const char *path,
 			v = NULL;
 		}
 		if (v == NULL)
-			return jv_new(r, JV_UNDEF);
+			return jv_undef(r);
 		if (dot == NULL)
 			break;
 		p = dot + 1;
@@ -469,7 +469,7 @@ struct jv *jinja_filter(struct jrun *r, struct jv *v, const char *name,
 			return v;
 		if (named(name, "first") || named(name, "last")) {
 			if (n == 0)
-				return jv_new(r, JV_UNDEF);
+				return jv_undef(r);
 			return v->u.a.v[name[0] == 'f' ? 0 : n - 1];
 		}
 		if (named(name, "length"))
@@ -515,7 +515,7 @@ struct jv *jinja_filter(struct jrun *r, struct jv *v, const char *name,
 			size_t w = 0, at = 0;
 
 			if (v->u.s.n == 0)
-				return jv_new(r, JV_UNDEF);
+				return jv_undef(r);
 			for (k = 0; k < v->u.s.n; k += w) {
 				w = jinja_utf8_next(v->u.s.p + k,
 				    v->u.s.n - k, &cp);

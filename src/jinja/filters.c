@@ -326,6 +326,10 @@ static struct jv *range(struct jrun *r, struct jv **args, size_t nargs)
 	struct jv *v;
 	size_t k;
 
+	/* an undefined stop or step is absent, as JavaScript's default
+	 * parameters take it (utils.ts range()) */
+	while (nargs > 1 && args[nargs - 1]->t == JV_UNDEF)
+		nargs--;
 	for (k = 0; k < nargs; k++)
 		if (args[k]->t != JV_INT && args[k]->t != JV_FLOAT)
 			return jrun_fail(r, TS_EINVAL, "range() takes numbers");
@@ -505,7 +509,7 @@ struct jv *jinja_call(struct jrun *r, struct jv *fn, struct jv **args,
 		v = jv_obj_get(self, args[0]->u.s.p, args[0]->u.s.n);
 		if (v != NULL)
 			return v;
-		return nargs > 1 ? args[1] : jv_new(r, JV_NULL);
+		return nargs > 1 ? args[1] : jv_null(r);
 	}
 	case M_ITEMS: case M_KEYS: case M_VALUES:
 		return items(r, self, fn->u.fn.id);

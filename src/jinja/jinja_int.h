@@ -66,7 +66,8 @@ struct jnode {
 	enum jnode_kind kind;
 	enum jop op;
 	int flag;               /* E_MEMBER: computed; E_TEST: negated;
-				   E_FILTER: called with (args) */
+				   E_FILTER: called with (args); S_FOR:
+				   the body names `loop` */
 	int depth;              /* height of this subtree */
 	size_t pos;             /* byte offset in the template */
 	const char *s;          /* E_STR, E_NAME, E_FILTER, E_TEST, E_KWARG,
@@ -74,6 +75,8 @@ struct jnode {
 	size_t n;
 	long long i;            /* E_INT */
 	double f;               /* E_FLOAT */
+	struct jv *lit;         /* E_STR, E_INT, E_FLOAT: the value, made
+				   once (template arena; never changed) */
 	struct jnode *a, *b, *c;
 	struct jnode **list;    /* body, items, args, dict keys */
 	size_t nlist;
@@ -96,6 +99,11 @@ enum jv_type {
 	JV_TUPLE, JV_OBJECT, JV_KWARGS, JV_NS, JV_FUNC
 };
 struct jv;
+/* A macro: its node and the scope it was defined in (eval.c). */
+struct jmacro {
+	const struct jnode *node;
+	void *scope;
+};
 struct jv_pair {
 	const char *k;
 	size_t kn;
@@ -113,8 +121,7 @@ struct jv {
 		struct {
 			int id;
 			struct jv *self;        /* a method's object */
-			const struct jnode *node;       /* a macro's */
-			void *scope;    /* a macro's defining scope */
+			struct jmacro *macro;   /* a macro's */
 		} fn;
 	} u;
 };
@@ -143,7 +150,9 @@ struct jv *jv_new(struct jrun *r, enum jv_type t);
 struct jv *jv_str(struct jrun *r, const char *p, size_t n);
 struct jv *jv_int(struct jrun *r, long long i);
 struct jv *jv_float(struct jrun *r, double f);
-struct jv *jv_bool(struct jrun *r, int b);
+struct jv *jv_bool(struct jrun *r, int b);      /* shared */
+struct jv *jv_null(struct jrun *r);             /* shared */
+struct jv *jv_undef(struct jrun *r);            /* shared */
 struct jv *jv_array(struct jrun *r, enum jv_type t, size_t cap);
 int jv_push(struct jrun *r, struct jv *arr, struct jv *v);
 int jv_obj_set(struct jrun *r, struct jv *o, const char *k, size_t kn,

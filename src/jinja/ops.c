@@ -286,8 +286,11 @@ struct jv *jinja_slice(struct jrun *r, struct jv *obj, struct jv *a,
 	    (c && c->t != JV_INT && c->t != JV_UNDEF))
 		return jrun_fail(r, TS_EINVAL, "slice bounds must be "
 		    "integers");
+	/* a step of 0 takes nothing (utils.ts slice(); Python refuses it) */
 	if (c && c->t == JV_INT && c->u.i == 0)
-		return jrun_fail(r, TS_EINVAL, "slice step cannot be zero");
+		return jv_is_array(obj) ? jv_array(r, JV_ARRAY, 0) :
+		    obj->t == JV_STR ? jv_str(r, "", 0) :
+		    jrun_fail(r, TS_EINVAL, "slice of %s", jv_type_name(obj));
 	if (jv_is_array(obj)) {
 		cnt = slice_idx((long long)obj->u.a.n, a, b, c, &s, &e, &st);
 		if (!jrun_step(r, cnt) || (v = jv_array(r, JV_ARRAY, cnt)) ==

@@ -573,6 +573,28 @@ struct jnode *jp_expr(struct parser *p)
 	return a;
 }
 
+/* The literal's value, made once in the template's arena: evaluating a
+ * literal allocates nothing (values are never changed in place). */
+static struct jv *literal(struct parser *p, struct jnode *n)
+{
+	struct jv *v = jarena_alloc(&p->t->arena, sizeof(*v));
+
+	memset(v, 0, sizeof(*v));
+	if (n->kind == E_STR) {
+		v->t = JV_STR;
+		v->u.s.p = n->s;
+		v->u.s.n = n->n;
+	} else if (n->kind == E_INT) {
+		v->t = JV_INT;
+		v->u.i = n->i;
+	} else {
+		v->t = JV_FLOAT;
+		v->u.f = n->f;
+	}
+	n->lit = v;
+	return v;
+}
+
 static char *unescape_num(const struct jtok *t, struct jnode *n)
 {
 	char *end;
@@ -605,6 +627,7 @@ static struct jnode *parse_primary(struct parser *p)
 		n = jp_node(p, E_INT, t);
 		if (unescape_num(t, n) == NULL)
 			return jp_fail(p, t, "number out of range");
+		literal(p, n);
 		return n;
 	case T_STR: {
 		/* adjacent literals join: 'a' 'b' */
@@ -622,6 +645,7 @@ static struct jnode *parse_primary(struct parser *p)
 		n = jp_node(p, E_STR, t);
 		n->s = s;
 		n->n = o;
+		literal(p, n);
 		return n;
 	}
 	case T_NAME:
@@ -629,6 +653,8 @@ static struct jnode *parse_primary(struct parser *p)
 		n = jp_node(p, E_NAME, t);
 		n->s = t->s;
 		n->n = t->n;
+		if (t->n == 4 && memcmp(t->s, "loop", 4) == 0)
+			p->saw_loop = 1;
 		return n;
 	case T_LPAREN:
 		p->i++;

@@ -14,6 +14,7 @@ struct parser {
 	size_t n, i;
 	int depth;              /* blocks open */
 	int edepth;             /* expressions open */
+	int saw_loop;           /* the name `loop` was read */
 	char *err;
 	size_t errlen;
 	enum ts_err rc;

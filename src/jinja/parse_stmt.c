@@ -102,6 +102,7 @@ static struct jnode *parse_if(struct parser *p, const struct jtok *at)
 static struct jnode *parse_for(struct parser *p, const struct jtok *at)
 {
 	struct jnode *n = jp_node(p, S_FOR, at), *it;
+	int outer_saw;
 
 	n->a = jp_seq(p, 1);
 	if (n->a == NULL)
@@ -119,6 +120,9 @@ static struct jnode *parse_for(struct parser *p, const struct jtok *at)
 	} else {
 		n->b = it;
 	}
+	/* the loop variable is made only for a body that names it */
+	outer_saw = p->saw_loop;
+	p->saw_loop = 0;
 	if (!parse_body(p, ends_for, &n->list, &n->nlist, "'{% endfor %}'"))
 		return NULL;
 	if (jp_is_name(p, 1, "else")) {
@@ -128,6 +132,8 @@ static struct jnode *parse_for(struct parser *p, const struct jtok *at)
 		    "'{% endfor %}'"))
 			return NULL;
 	}
+	n->flag = p->saw_loop;
+	p->saw_loop |= outer_saw;
 	return n;
 }
 

@@ -175,13 +175,29 @@ struct jv *jv_float(struct jrun *r, double f)
 	return v;
 }
 
+/* The values no render changes, shared: true, false, none, undefined
+ * (values are never changed in place, but a namespace's or a scope's
+ * entries). */
+static struct jv jv_true_v = { JV_BOOL, { .b = 1 } };
+static struct jv jv_false_v = { JV_BOOL, { .b = 0 } };
+static struct jv jv_null_v = { JV_NULL, { .i = 0 } };
+static struct jv jv_undef_v = { JV_UNDEF, { .i = 0 } };
+
 struct jv *jv_bool(struct jrun *r, int b)
 {
-	struct jv *v = jv_new(r, JV_BOOL);
+	if (r->rc != TS_OK)
+		return NULL;
+	return b ? &jv_true_v : &jv_false_v;
+}
 
-	if (v != NULL)
-		v->u.b = b != 0;
-	return v;
+struct jv *jv_null(struct jrun *r)
+{
+	return r->rc != TS_OK ? NULL : &jv_null_v;
+}
+
+struct jv *jv_undef(struct jrun *r)
+{
+	return r->rc != TS_OK ? NULL : &jv_undef_v;
 }
 
 struct jv *jv_array(struct jrun *r, enum jv_type t, size_t cap)
@@ -364,7 +380,7 @@ struct jv *jv_from_json(struct jrun *r, const void *json, int depth)
 	case JSON_FALSE:
 		return jv_bool(r, 0);
 	default:
-		return jv_new(r, JV_NULL);
+		return jv_null(r);
 	}
 }
 

@@ -453,6 +453,18 @@ static void test_bounds(void **state)
 	    "{% endfor %}", NULL, 1000, &out, err, sizeof(err)), TS_OK);
 	assert_int_equal(strlen(out), 1000);
 	free(out);
+	/* a loop whose body does not name `loop` makes no loop variable,
+	 * and literals and booleans are not made again: 300,000 iterations
+	 * fit the memory (with a loop variable each, they would not) */
+	assert_int_equal(render("{% for i in range(300000) %}{% if i == 299999"
+	    " %}{{ i }}{% endif %}{% endfor %}", NULL, 1 << 20, &out, err,
+	    sizeof(err)), TS_OK);
+	assert_string_equal(out, "299999");
+	free(out);
+	assert_int_equal(render("{% for i in range(300000) %}{% if loop.last"
+	    " %}{{ i }}{% endif %}{% endfor %}", NULL, 1 << 20, &out, err,
+	    sizeof(err)), TS_ELIMIT);
+	assert_non_null(strstr(err, "bytes of memory"));
 	/* max_out 0: only the empty output fits */
 	assert_int_equal(render("{% if false %}x{% endif %}", NULL, 0, &out,
 	    err, sizeof(err)), TS_OK);
