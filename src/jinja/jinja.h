@@ -46,7 +46,9 @@ struct jinja_template;
  * (caller frees with jinja_free), or TS_EFORMAT with err (errlen bytes,
  * NUL-terminated) such as "line 3, column 12: unexpected 'endfor'" (line
  * and column count from 1, the column in bytes); TS_ELIMIT when len is
- * over JINJA_MAX_TEMPLATE or blocks nest deeper than JINJA_MAX_DEPTH.
+ * over JINJA_MAX_TEMPLATE or blocks or expressions nest deeper than
+ * JINJA_MAX_DEPTH. A template is read-only once parsed: several threads
+ * may render it at once.
  */
 enum ts_err jinja_parse(struct jinja_template **out, const char *text,
     size_t len, char *err, size_t errlen);
@@ -60,8 +62,8 @@ enum ts_err jinja_parse(struct jinja_template **out, const char *text,
  * template that fails at run time ("template raised: MSG" for the
  * template's raise_exception('MSG'), else what went wrong), TS_ELIMIT
  * when the output would pass max_out bytes or the render would pass
- * JINJA_MAX_STEPS or JINJA_MAX_MEMORY. strftime_now() reads the clock
- * (UTC).
+ * JINJA_MAX_STEPS, JINJA_MAX_MEMORY or JINJA_MAX_FRAMES (or macro calls
+ * JINJA_MAX_DEPTH). strftime_now() reads the clock (UTC).
  */
 enum ts_err jinja_render(const struct jinja_template *t, const json_t *ctx,
     size_t max_out, char **out, size_t *out_len, char *err, size_t errlen);
