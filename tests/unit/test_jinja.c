@@ -664,6 +664,63 @@ static void test_stack(void **state)
 	free(parens);
 }
 
+/* One parsed template rendered by 4 threads at once, 50 times each: the
+ * same bytes every time (a template is read-only once parsed). */
+struct shared_job {
+	const struct jinja_template *t;
+	json_t *ctx;
+	const char *want;
+	int bad;
+};
+
+static void *shared_render(void *arg)
+{
+	struct shared_job *j = arg;
+	char err[256], *out;
+	size_t len;
+	int k;
+
+	for (k = 0; k < 50; k++) {
+		if (jinja_render_at(j->t, j->ctx, 1 << 20, CLOCK, &out, &len,
+		    err, sizeof(err)) != TS_OK || strcmp(out, j->want) != 0)
+			j->bad++;
+		free(out);
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	static const char tpl[] = "{% for m in messages %}{{ loop.index }}"
+	    "{{ m.role | upper }}{{ [m.content, 'x'] | tojson }}"
+	    "{% endfor %}{{ true }}{{ 1.5 }}";
+	struct jinja_template *t;
+	struct shared_job jobs[4];
+	pthread_t th[4];
+	char err[256];
+	json_t *ctx = json_loads(msgs, 0, NULL);
+	int k;
+
+	(void)state;
+	assert_int_equal(jinja_parse(&t, tpl, strlen(tpl), err, sizeof(err)),
+	    TS_OK);
+	for (k = 0; k < 4; k++) {
+		jobs[k].t = t;
+		jobs[k].ctx = ctx;
+		jobs[k].want = "1SYSTEM[\"S\", \"x\"]2USER[\"U\", \"x\"]"
+		    "3ASSISTANT[\"A\", \"x\"]true1.5";
+		jobs[k].bad = 0;
+		assert_int_equal(pthread_create(&th[k], NULL, shared_render,
+		    &jobs[k]), 0);
+	}
+	for (k = 0; k < 4; k++) {
+		assert_int_equal(pthread_join(th[k], NULL), 0);
+		assert_int_equal(jobs[k].bad, 0);
+	}
+	jinja_free(t);
+	json_decref(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -679,6 +736,7 @@ int main(void)
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_never_crashes),
 		cmocka_unit_test(test_stack),
+		cmocka_unit_test(test_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
