@@ -406,6 +406,51 @@ static struct jv *unique(struct jrun *r, struct jv *v)
 	return out;
 }
 
+/* dictsort(case_sensitive=false, by='key', reverse=false): [key, value]
+ * pairs, sorted stably (runtime.ts ObjectValue dictsort) */
+static struct jv *dictsort(struct jrun *r, struct jv *o, struct jv **args,
+    size_t nargs)
+{
+	struct jv *cs = arg(args, nargs, 0, "case_sensitive");
+	struct jv *by = arg(args, nargs, 1, "by");
+	struct jv *rev = arg(args, nargs, 2, "reverse");
+	struct jv *out;
+	size_t n = o->u.o.n, i, j, at;
+
+	if ((cs && cs->t != JV_BOOL) || (rev && rev->t != JV_BOOL) ||
+	    (by && (by->t != JV_STR || (strcmp(by->u.s.p, "key") != 0 &&
+	    strcmp(by->u.s.p, "value") != 0))))
+		return jrun_fail(r, TS_EINVAL, "dictsort: bad arguments");
+	at = by && strcmp(by->u.s.p, "value") == 0;
+	if (!jrun_step(r, n * (n + 1) / 2 + 1) ||
+	    (out = jv_array(r, JV_ARRAY, n)) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		struct jv *pair = jv_array(r, JV_ARRAY, 2);
+
+		if (pair == NULL ||
+		    (pair->u.a.v[0] = jv_str(r, o->u.o.v[i].k,
+		    o->u.o.v[i].kn)) == NULL)
+			return NULL;
+		pair->u.a.v[1] = o->u.o.v[i].v;
+		pair->u.a.n = 2;
+		for (j = i; j > 0; j--) {
+			int c = compare(out->u.a.v[j - 1]->u.a.v[at],
+			    pair->u.a.v[at], cs && cs->u.b);
+
+			if (c == 2)
+				return jrun_fail(r, TS_EINVAL, "dictsort: "
+				    "cannot compare the values");
+			if (rev && rev->u.b ? c >= 0 : c <= 0)
+				break;
+			out->u.a.v[j] = out->u.a.v[j - 1];
+		}
+		out->u.a.v[j] = pair;
+	}
+	out->u.a.n = n;
+	return out;
+}
+
 static struct jv *no_filter(struct jrun *r, const char *name,
     struct jv *v)
 {
@@ -551,6 +596,8 @@ struct jv *jinja_filter(struct jrun *r, struct jv *v, const char *name,
 	if (jv_is_map(v)) {
 		if (named(name, "length"))
 			return jv_int(r, (long long)v->u.o.n);
+		if (named(name, "dictsort"))
+			return dictsort(r, v, args, nargs);
 		x = jinja_builtin_attr(r, v, name, strlen(name));
 		if (x != NULL)
 			return jinja_call(r, x, args, nargs);
