@@ -25,10 +25,21 @@ teardown_file() {
 	ts_stop
 }
 
-# chat MESSAGES_JSON [EXTRA_JSON]: a non-streamed chat's text, greedy
+# served: the model's name (the first /v1/models lists)
+served() {
+	curl -s "$BASE/v1/models" | jq -r '.data[0].id'
+}
+
+# chat MESSAGES_JSON: a non-streamed chat's answer, greedy
 chat() {
 	curl -s "$BASE/v1/chat/completions" -H 'Content-Type: application/json' \
-		-d "{\"messages\":$1,\"max_tokens\":16,\"temperature\":0${2:+,$2}}"
+		-d "{\"model\":\"$(served)\",\"messages\":$1,\"max_tokens\":16,\"temperature\":0}"
+}
+
+# completion BODY_FIELDS: a non-streamed completion's text (or "null")
+completion() {
+	curl -s "$BASE/v1/completions" -H 'Content-Type: application/json' \
+		-d "{\"model\":\"$(served)\",$1}" | jq -r '.choices[0].text'
 }
 
 @test "model files: /v1/models shows the GGUF's name, format, template, EOS ids" {
@@ -62,14 +73,19 @@ chat() {
 }
 
 @test "model files: every endpoint serves the GGUF" {
-	chat '[{"role":"user","content":"hi"}]' | jq -e '.choices[0].message.content | length > 0'
+	chat '[{"role":"user","content":"hi"}]' |
+		jq -e '.choices[0].message.content | type == "string" and length > 0'
 	curl -sN "$BASE/v1/chat/completions" -H 'Content-Type: application/json' \
-		-d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}' |
-		tail -n 2 | grep -q '^data: \[DONE\]'
-	curl -s "$BASE/v1/completions" -H 'Content-Type: application/json' \
-		-d '{"prompt":"Once upon","max_tokens":8}' | jq -e '.choices[0].text | length > 0'
+		-d '{"model":"synth-gguf","messages":[{"role":"user","content":"hi"}],"max_tokens":8,"stream":true}' \
+		>"$BATS_TEST_TMPDIR/sse"
+	grep -c '"delta":{"content"' "$BATS_TEST_TMPDIR/sse"
+	tail -n 2 "$BATS_TEST_TMPDIR/sse" | grep -q '^data: \[DONE\]'
+	t=$(completion '"prompt":"Once upon","max_tokens":8')
+	[ "$t" != null ]
+	[ -n "$t" ]
 	curl -s "$BASE/v1/responses" -H 'Content-Type: application/json' \
-		-d '{"input":"hi","max_output_tokens":8}' | jq -e '.status == "completed" or .status == "incomplete"'
+		-d '{"model":"synth-gguf","input":"hi","max_output_tokens":8}' |
+		jq -e '(.status == "completed" or .status == "incomplete") and (.output[0].content[0].text | length > 0)'
 	curl -s "$BASE/v1/messages" -H 'Content-Type: application/json' \
 		-d '{"model":"synth-gguf","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}' |
 		jq -e '.content[0].text | length > 0'
@@ -82,6 +98,7 @@ chat() {
 
 @test "model files: the Hugging Face folder of the same weights answers the same" {
 	g=$(chat '[{"role":"user","content":"Once upon a time"}]' | jq -r '.choices[0].message.content')
+	[ "$g" != null ]
 	(
 		TS_RUNDIR=$BATS_TEST_TMPDIR/hf
 		ts_start --backend llama --model "$MODEL_DIR/hf" --max-num-seqs 4
@@ -103,9 +120,9 @@ chat() {
 		ts_start --backend llama --model "$MODEL_DIR/q8.gguf" --max-num-seqs 4
 		trap ts_stop EXIT
 		[ "$(curl -s "$BASE/v1/models" | jq -r '.data[0].tokstream.weights')" = q8_0 ]
-		curl -s "$BASE/v1/completions" -H 'Content-Type: application/json' \
-			-d '{"prompt":"Once upon","max_tokens":8,"temperature":0}' |
-			jq -e '.choices[0].text | length > 0'
+		t=$(completion '"prompt":"Once upon","max_tokens":8,"temperature":0')
+		[ "$t" != null ]
+		[ -n "$t" ]
 	)
 }
 
@@ -118,19 +135,16 @@ chat() {
 		ts_start --backend llama --model "$MODEL_DIR/greedy.gguf" --max-num-seqs 4
 		trap ts_stop EXIT
 		curl -s "$BASE/v1/models" | jq -e '.data[0].tokstream.generation_defaults.temperature == 0'
-		body='{"prompt":"Once upon","max_tokens":24'
-		a=$(curl -s "$BASE/v1/completions" -H 'Content-Type: application/json' \
-			-d "$body,\"seed\":1}" | jq -r '.choices[0].text')
-		b=$(curl -s "$BASE/v1/completions" -H 'Content-Type: application/json' \
-			-d "$body,\"seed\":2}" | jq -r '.choices[0].text')
-		z=$(curl -s "$BASE/v1/completions" -H 'Content-Type: application/json' \
-			-d "$body,\"temperature\":0}" | jq -r '.choices[0].text')
-		h=$(curl -s "$BASE/v1/completions" -H 'Content-Type: application/json' \
-			-d "$body,\"temperature\":2,\"seed\":1}" | jq -r '.choices[0].text')
+		body='"prompt":"Once upon","max_tokens":24'
+		a=$(completion "$body,\"seed\":1")
+		b=$(completion "$body,\"seed\":2")
+		z=$(completion "$body,\"temperature\":0")
+		h=$(completion "$body,\"temperature\":2,\"seed\":1")
 		echo "default seed 1: $a"
 		echo "default seed 2: $b"
 		echo "temperature 0:  $z"
 		echo "temperature 2:  $h"
+		[ "$a" != null ]
 		[ "$a" = "$b" ]
 		[ "$a" = "$z" ]
 		[ "$h" != "$z" ]
@@ -155,7 +169,7 @@ EOF
 		[ "$a" = "$b" ]
 		code=$(curl -s -o "$BATS_TEST_TMPDIR/err" -w '%{http_code}' \
 			"$BASE/v1/chat/completions" -H 'Content-Type: application/json' \
-			-d '{"messages":[{"role":"system","content":"x"},{"role":"user","content":"hi"}]}')
+			-d '{"model":"synth-gguf","messages":[{"role":"system","content":"x"},{"role":"user","content":"hi"}]}')
 		cat "$BATS_TEST_TMPDIR/err"
 		[ "$code" = 400 ]
 		jq -e '.error.message | contains("System role not supported")' "$BATS_TEST_TMPDIR/err"
