@@ -500,15 +500,13 @@ backend_describe(void *impl, char *buf, size_t cap)
 	const struct model_config *c = &mb->m->cfg;
 	uint64_t params = model_param_count(c);
 
-	return snprintf(buf, cap, "model %s (%s, %s weights; dim %u, %u "
-	    "layers, %u heads, %u kv heads, vocab %u, hidden dim %u, %llu "
-	    "parameters, %llu weight bytes), context %u tokens, %u compute "
-	    "threads, %s kernels", mb->path, mb->file->format,
-	    mb->file->weight_types, c->dim, c->n_layers, c->n_heads,
-	    c->n_kv_heads, c->vocab_size, c->hidden_dim,
-	    (unsigned long long)params,
+	return snprintf(buf, cap, "model %s (dim %u, %u layers, %u heads, "
+	    "%u kv heads, vocab %u, hidden dim %u, %llu parameters, %llu "
+	    "weight bytes), context %u tokens, %u compute threads",
+	    mb->path, c->dim, c->n_layers, c->n_heads, c->n_kv_heads,
+	    c->vocab_size, c->hidden_dim, (unsigned long long)params,
 	    (unsigned long long)model_weight_bytes(mb->m), mb->ctx,
-	    model_run_threads(mb->run), quant_kernel_name());
+	    model_run_threads(mb->run));
 }
 
 static void

@@ -306,6 +306,17 @@ main(int argc, char **argv)
 	    opt.state_dir, STATE_FILE_NAME, state_capacity(srv.state), bdesc,
 	    opt.engine.max_num_seqs, opt.engine.max_waiting,
 	    opt.engine.no_cancel ? ", NO CANCELLATION (--no-cancel)" : "");
+	if (srv.model_meta != NULL) {
+		/* what the model's files say (format, weights, EOS ids,
+		 * sampling defaults) and the chat template's source */
+		char *p = json_dumps(srv.model_meta, JSON_COMPACT |
+		    JSON_REAL_PRECISION(10));
+
+		if (p != NULL)
+			fprintf(stderr, "tokstream-fcgi: model %s, chat template "
+			    "%s\n", p, srv.chat_template_source);
+		free(p);
+	}
 	if (srv.profile != NULL) {
 		/* the whole profile, so that a run can be repeated */
 		char *p = json_dumps(srv.profile, JSON_COMPACT |
