@@ -24,6 +24,14 @@
 /* SentencePiece's space, U+2581 */
 #define SPM_SPACE "\xe2\x96\x81"
 
+static char *
+model_export_strdup(const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	return memcpy(xmalloc(n), s, n);
+}
+
 /* tokenizer.bin's vocabulary (tokenizer.h's format), spaces as U+2581 */
 struct export_vocab {
 	uint32_t n;
@@ -31,6 +39,9 @@ struct export_vocab {
 	size_t *len;
 	float *score;
 	int32_t *type;
+	char **merge;            /* BPE: "a b", rank order */
+	size_t *merge_len;
+	uint32_t n_merges;
 };
 
 static void
@@ -40,6 +51,10 @@ vocab_free(struct export_vocab *v)
 
 	for (i = 0; v->piece != NULL && i < v->n; i++)
 		free(v->piece[i]);
+	for (i = 0; v->merge != NULL && i < v->n_merges; i++)
+		free(v->merge[i]);
+	free(v->merge);
+	free(v->merge_len);
 	free(v->piece);
 	free(v->len);
 	free(v->score);
@@ -100,6 +115,140 @@ bad:
 	snprintf(err, errlen, "%s: not a tokenizer.bin of %u tokens", path,
 	    n);
 	return TS_EFORMAT;
+}
+
+uint32_t
+model_export_json_tokens(const char *path, char *err, size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *vocab, *added, *t;
+	const char *k;
+	size_t i;
+	json_int_t max = -1;
+
+	if (root == NULL) {
+		snprintf(err, errlen, "%s: line %d: %s", path, je.line,
+		    je.text);
+		return 0;
+	}
+	vocab = json_object_get(json_object_get(root, "model"), "vocab");
+	added = json_object_get(root, "added_tokens");
+	json_object_foreach(vocab, k, t)
+		if (json_is_integer(t) && json_integer_value(t) > max)
+			max = json_integer_value(t);
+	json_array_foreach(added, i, t) {
+		json_t *id = json_object_get(t, "id");
+
+		if (json_is_integer(id) && json_integer_value(id) > max)
+			max = json_integer_value(id);
+	}
+	json_decref(root);
+	if (max < 0 || max >= (json_int_t)MODEL_MAX_VOCAB) {
+		snprintf(err, errlen, "%s: no model.vocab of a byte-level BPE "
+		    "(or over %u tokens)", path, MODEL_MAX_VOCAB);
+		return 0;
+	}
+	return (uint32_t)max + 1;
+}
+
+/* The vocabulary and merges of a byte-level BPE tokenizer.json, n tokens
+ * (ids without a token get "<unused_ID>", type unused). */
+static enum ts_err
+vocab_json(struct export_vocab *v, const char *path, uint32_t n, char *err,
+    size_t errlen)
+{
+	json_error_t je;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *model, *vocab, *merges, *added, *t;
+	const char *k;
+	size_t i;
+	uint32_t id;
+
+	memset(v, 0, sizeof(*v));
+	if (root == NULL) {
+		snprintf(err, errlen, "%s: line %d: %s", path, je.line,
+		    je.text);
+		return TS_EFORMAT;
+	}
+	model = json_object_get(root, "model");
+	vocab = json_object_get(model, "vocab");
+	merges = json_object_get(model, "merges");
+	added = json_object_get(root, "added_tokens");
+	if (!json_is_object(vocab) || !json_is_array(merges)) {
+		json_decref(root);
+		snprintf(err, errlen, "%s: not a BPE tokenizer.json", path);
+		return TS_EFORMAT;
+	}
+	v->n = n;
+	v->piece = xcalloc(n, sizeof(*v->piece));
+	v->len = xcalloc(n, sizeof(*v->len));
+	v->score = xcalloc(n, sizeof(*v->score));
+	v->type = xcalloc(n, sizeof(*v->type));
+	json_object_foreach(vocab, k, t) {
+		id = (uint32_t)json_integer_value(t);
+		if (json_is_integer(t) && id < n && v->piece[id] == NULL) {
+			v->piece[id] = model_export_strdup(k);
+			v->len[id] = strlen(k);
+			v->type[id] = 1;
+		}
+	}
+	json_array_foreach(added, i, t) {
+		json_t *jid = json_object_get(t, "id");
+		const char *c = json_string_value(json_object_get(t,
+		    "content"));
+
+		id = (uint32_t)json_integer_value(jid);
+		if (!json_is_integer(jid) || id >= n || c == NULL)
+			continue;
+		free(v->piece[id]);
+		v->piece[id] = model_export_strdup(c);
+		v->len[id] = strlen(c);
+		v->type[id] = json_is_true(json_object_get(t, "special")) ?
+		    3 : 4;
+	}
+	for (id = 0; id < n; id++)
+		if (v->piece[id] == NULL) {
+			char b[32];
+
+			snprintf(b, sizeof(b), "<unused_%u>", id);
+			v->piece[id] = model_export_strdup(b);
+			v->len[id] = strlen(b);
+			v->type[id] = 5;
+		}
+	v->n_merges = (uint32_t)json_array_size(merges);
+	v->merge = xcalloc(v->n_merges + 1, sizeof(*v->merge));
+	v->merge_len = xcalloc(v->n_merges + 1, sizeof(*v->merge_len));
+	json_array_foreach(merges, i, t) {
+		char *m;
+
+		if (json_is_string(t)) {
+			m = model_export_strdup(json_string_value(t));
+		} else {
+			const char *a = json_string_value(json_array_get(t, 0));
+			const char *b = json_string_value(json_array_get(t, 1));
+
+			m = xmalloc(strlen(a ? a : "") + strlen(b ? b : "") + 2);
+			sprintf(m, "%s %s", a ? a : "", b ? b : "");
+		}
+		v->merge[i] = m;
+		v->merge_len[i] = strlen(m);
+	}
+	json_decref(root);
+	return TS_OK;
+}
+
+/* The id of the piece with text s in v, or UINT32_MAX. */
+static uint32_t
+vocab_id(const struct export_vocab *v, const char *s)
+{
+	uint32_t i;
+
+	for (i = 0; s != NULL && i < v->n; i++)
+		if (v->len[i] == strlen(s) && memcmp(v->piece[i], s,
+		    v->len[i]) == 0)
+			return i;
+	return UINT32_MAX;
 }
 
 /* The rows of t converted to `type` (malloc'd), or NULL with err. */
@@ -197,7 +346,9 @@ model_export_gguf(const struct model *m, const char *tokenizer_path,
 		gguf_writer_free(w);
 		return TS_EINVAL;
 	}
-	rc = vocab_read(&v, tokenizer_path, c->vocab_size, err, errlen);
+	rc = x->tokenizer_json != NULL ? vocab_json(&v, x->tokenizer_json,
+	    c->vocab_size, err, errlen) : vocab_read(&v, tokenizer_path,
+	    c->vocab_size, err, errlen);
 	if (rc != TS_OK) {
 		gguf_writer_free(w);
 		return rc;
@@ -219,16 +370,48 @@ model_export_gguf(const struct model *m, const char *tokenizer_path,
 	    c->rms_eps);
 	gguf_writer_set_f32(w, "llama.rope.freq_base", c->rope_theta);
 	gguf_writer_set_u32(w, "llama.vocab_size", c->vocab_size);
-	gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
 	gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens",
 	    (const char *const *)v.piece, v.len, v.n);
-	gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", v.score, v.n);
 	gguf_writer_set_arr_i32(w, "tokenizer.ggml.token_type", v.type, v.n);
-	gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
-	gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
-	gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
-	gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
-	gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+	if (x->tokenizer_json != NULL) {
+		/* llama.cpp's keys for a byte-level BPE (convert_hf_to_gguf
+		 * _set_vocab_gpt2): model, pre, merges; special ids */
+		static const char *const keys[3] = {
+			"tokenizer.ggml.eos_token_id",
+			"tokenizer.ggml.eot_token_id",
+			"tokenizer.ggml.eom_token_id" };
+		uint32_t i, id;
+
+		gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2");
+		gguf_writer_set_str(w, "tokenizer.ggml.pre", x->pre != NULL ?
+		    x->pre : "llama-bpe");
+		gguf_writer_set_arr_str(w, "tokenizer.ggml.merges",
+		    (const char *const *)v.merge, v.merge_len, v.n_merges);
+		if ((id = vocab_id(&v, x->bos)) != UINT32_MAX) {
+			gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id",
+			    id);
+			gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token",
+			    1);
+		}
+		for (i = 0; i < x->n_eos && i < 3; i++) {
+			if ((id = vocab_id(&v, x->eos[i])) == UINT32_MAX) {
+				snprintf(err, errlen, "EOS token '%s' is not in "
+				    "%s", x->eos[i], x->tokenizer_json);
+				rc = TS_EINVAL;
+				goto out;
+			}
+			gguf_writer_set_u32(w, keys[i], id);
+		}
+	} else {
+		gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+		gguf_writer_set_arr_f32(w, "tokenizer.ggml.scores", v.score,
+		    v.n);
+		gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1);
+		gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+		gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+		gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 1);
+		gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", 0);
+	}
 	if (x->chat_template != NULL)
 		gguf_writer_set_str(w, "tokenizer.chat_template",
 		    x->chat_template);
@@ -410,6 +593,29 @@ tokenizer_json(const struct export_vocab *v)
 	return root;
 }
 
+/* Copies the file src to dst. */
+static enum ts_err
+copy_file(const char *src, const char *dst, char *err, size_t errlen)
+{
+	FILE *in = fopen(src, "rb"), *out = in ? fopen(dst, "wb") : NULL;
+	char buf[65536];
+	size_t n;
+	int bad = 0;
+
+	while (out != NULL && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			bad = 1;
+	if (in == NULL || out == NULL || ferror(in) || bad ||
+	    fclose(out) != 0) {
+		snprintf(err, errlen, "cannot copy %s to %s", src, dst);
+		if (in != NULL)
+			fclose(in);
+		return TS_ESYS;
+	}
+	fclose(in);
+	return TS_OK;
+}
+
 /* The float rows of t (F32 as a checkpoint binds them) as one array. */
 static const float *
 rows_of(const struct model_tensor *t)
@@ -442,7 +648,9 @@ model_export_hf(const struct model *m, const char *tokenizer_path,
 		    "or bf16, not %s", model_dtype_name(x->type));
 		return TS_EINVAL;
 	}
-	rc = vocab_read(&v, tokenizer_path, c->vocab_size, err, errlen);
+	rc = x->tokenizer_json != NULL ? vocab_json(&v, x->tokenizer_json,
+	    c->vocab_size, err, errlen) : vocab_read(&v, tokenizer_path,
+	    c->vocab_size, err, errlen);
 	if (rc != TS_OK)
 		return rc;
 	memset(&hc, 0, sizeof(hc));
@@ -472,6 +680,26 @@ model_export_hf(const struct model *m, const char *tokenizer_path,
 	gen.bos_token_id = 1;
 	gen.n_eos = 1;
 	gen.eos_token_ids[0] = 2;
+	if (x->tokenizer_json != NULL) {
+		uint32_t i, id = vocab_id(&v, x->bos);
+
+		hc.has_bos_token_id = gen.has_bos_token_id = id != UINT32_MAX;
+		hc.bos_token_id = gen.bos_token_id = id;
+		hc.n_eos = gen.n_eos = 0;
+		for (i = 0; i < x->n_eos && i < 3; i++) {
+			if ((id = vocab_id(&v, x->eos[i])) == UINT32_MAX) {
+				snprintf(err, errlen, "EOS token '%s' is not in "
+				    "%s", x->eos[i], x->tokenizer_json);
+				vocab_free(&v);
+				return TS_EINVAL;
+			}
+			/* config.json names the first, the generation config
+			 * all (as Llama 3.1's files do) */
+			if (i == 0)
+				hc.eos_token_ids[hc.n_eos++] = id;
+			gen.eos_token_ids[gen.n_eos++] = id;
+		}
+	}
 	gen.has_temperature = (x->gen_has & ENGINE_GIVEN_TEMPERATURE) != 0;
 	gen.temperature = x->temperature;
 	gen.has_top_p = (x->gen_has & ENGINE_GIVEN_TOP_P) != 0;
@@ -489,8 +717,9 @@ model_export_hf(const struct model *m, const char *tokenizer_path,
 	tc.add_bos_token = 1;
 	tc.has_add_eos_token = 1;
 	tc.add_eos_token = 0;
-	tc.bos_token = "<s>";
-	tc.eos_token = "</s>";
+	tc.bos_token = x->tokenizer_json != NULL ? x->bos : "<s>";
+	tc.eos_token = x->tokenizer_json != NULL ? (x->n_eos > 0 ?
+	    x->eos[0] : NULL) : "</s>";
 	tc.has_model_max_length = 1;
 	tc.model_max_length = c->seq_len;
 
@@ -542,7 +771,10 @@ model_export_hf(const struct model *m, const char *tokenizer_path,
 	spec.gen = &gen;
 	spec.tok = &tc;
 	rc = hf_write(dir, &spec, err, errlen);
-	if (rc == TS_OK) {
+	if (rc == TS_OK && x->tokenizer_json != NULL) {
+		snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+		rc = copy_file(x->tokenizer_json, path, err, errlen);
+	} else if (rc == TS_OK) {
 		tj = tokenizer_json(&v);
 		snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
 		if (json_dump_file(tj, path, JSON_INDENT(2) |

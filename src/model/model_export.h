@@ -53,7 +53,24 @@ struct model_export {
 	double temperature;
 	double top_p;
 	uint32_t top_k;
+	/* A byte-level BPE tokenizer.json to use instead of tokenizer.bin
+	 * (NULL: tokenizer.bin's vocabulary): its vocabulary and merges
+	 * become GGUF "gpt2" with tokenizer.ggml.pre `pre` (NULL:
+	 * "llama-bpe"), the folder gets the file itself. The model's
+	 * vocab_size must be its token count (model_export_json_tokens). */
+	const char *tokenizer_json;
+	const char *pre;
+	const char *bos;           /* BOS token text (NULL: none) */
+	const char *const *eos;    /* EOS token texts, the first the EOS,
+				    * the second GGUF's eot, the third its
+				    * eom; all in generation_config.json */
+	uint32_t n_eos;            /* 0..3 */
 };
+
+/* The tokens of the tokenizer.json at path (its largest id + 1), or 0
+ * with err. */
+uint32_t model_export_json_tokens(const char *path, char *err,
+    size_t errlen);
 
 /*
  * Writes m (F32 weights, as model_open binds a checkpoint) and the

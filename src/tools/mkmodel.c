@@ -42,7 +42,8 @@ mkmodel_usage(FILE *f)
 	    "           [--shared-classifier] [--rope-theta X]\n"
 	    "           [--chat-template FILE|tinyllama|none] [--name NAME]\n"
 	    "           [--temperature X] [--top-p X] [--top-k N]\n"
-	    "           [--shard-bytes N]\n"
+	    "           [--shard-bytes N] [--tokenizer-json FILE [--pre NAME]\n"
+	    "            [--bos TEXT] [--eos TEXT]...]\n"
 	    "\n"
 	    "Writes a Llama-2 style model of seeded random weights: in\n"
 	    "llama2.c's checkpoint format (legacy version 0) with a\n"
@@ -64,6 +65,13 @@ mkmodel_usage(FILE *f)
 	    "                       written into the model (default none)\n"
 	    "  --shard-bytes N      hf: safetensors shards of at most N bytes\n"
 	    "  --rope-theta X       RoPE base (gguf, hf; default 10000)\n"
+	    "  --tokenizer-json F   a byte-level BPE tokenizer.json instead of\n"
+	    "                       the synthetic vocabulary (gguf: tokenizer\n"
+	    "                       gpt2; hf: the file); the vocabulary is\n"
+	    "                       its size; with --pre NAME (GGUF\n"
+	    "                       tokenizer.ggml.pre, default llama-bpe),\n"
+	    "                       --bos TEXT and up to three --eos TEXT\n"
+	    "                       (eos, eot, eom: the EOS list)\n"
 	    "\n"
 	    "  --dim N              model width (default 64)\n"
 	    "  --hidden-dim N       FFN width (default 172)\n"
@@ -281,6 +289,10 @@ main(int argc, char **argv)
 		{ "top-k", required_argument, NULL, 'k' },
 		{ "shard-bytes", required_argument, NULL, 'b' },
 		{ "rope-theta", required_argument, NULL, 'r' },
+		{ "tokenizer-json", required_argument, NULL, 'J' },
+		{ "pre", required_argument, NULL, 'P' },
+		{ "bos", required_argument, NULL, 'B' },
+		{ "eos", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -293,6 +305,7 @@ main(int argc, char **argv)
 	const char *out_model = NULL, *out_tok = NULL, *format = "llama2c";
 	const char *out = NULL, *tpl = "tinyllama";
 	struct model_export x;
+	static const char *eos[3];
 	double rope_theta = 0.0;
 	char err[512], name[32];
 	uint64_t v;
@@ -377,6 +390,24 @@ main(int argc, char **argv)
 			    UINT64_MAX, &x.max_shard_bytes) != 0)
 				return MKMODEL_EXIT_USAGE;
 			break;
+		case 'J':
+			x.tokenizer_json = optarg;
+			break;
+		case 'P':
+			x.pre = optarg;
+			break;
+		case 'B':
+			x.bos = optarg;
+			break;
+		case 'E':
+			if (x.n_eos == 3) {
+				fprintf(stderr, "tokstream-mkmodel: at most three "
+				    "--eos (eos, eot, eom)\n");
+				return MKMODEL_EXIT_USAGE;
+			}
+			eos[x.n_eos++] = optarg;
+			x.eos = eos;
+			break;
 		case 'h':
 			mkmodel_usage(stdout);
 			return 0;
@@ -393,6 +424,25 @@ main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "tokstream-mkmodel: unexpected argument %s\n",
 		    argv[optind]);
+		return MKMODEL_EXIT_USAGE;
+	}
+	if (x.tokenizer_json != NULL) {
+		if (strcmp(format, "llama2c") == 0) {
+			fprintf(stderr, "tokstream-mkmodel: --tokenizer-json goes "
+			    "with --format gguf or hf\n");
+			return MKMODEL_EXIT_USAGE;
+		}
+		s.cfg.vocab_size = model_export_json_tokens(x.tokenizer_json,
+		    err, sizeof(err));
+		if (s.cfg.vocab_size == 0) {
+			fprintf(stderr, "tokstream-mkmodel: %s\n", err);
+			return MKMODEL_EXIT_USAGE;
+		}
+		if (s.cfg.vocab_size < MODEL_SYNTH_MIN_VOCAB)
+			s.cfg.vocab_size = MODEL_SYNTH_MIN_VOCAB;
+	} else if (x.pre != NULL || x.bos != NULL || x.n_eos > 0) {
+		fprintf(stderr, "tokstream-mkmodel: --pre, --bos and --eos go "
+		    "with --tokenizer-json\n");
 		return MKMODEL_EXIT_USAGE;
 	}
 	if (strcmp(format, "llama2c") != 0)

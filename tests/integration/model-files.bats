@@ -17,6 +17,11 @@ setup_file() {
 	"$mk" --format hf --out "$MODEL_DIR/hf" $shape >/dev/null
 	"$mk" --format gguf --out "$MODEL_DIR/greedy.gguf" --temperature 0 \
 		$shape >/dev/null
+	# a Llama 3 style model: byte-level BPE, the Llama 3 template, two
+	# EOS ids (<|end_of_text|> 544, <|eot_id|> 547)
+	local l3="--tokenizer-json $TS_SRCDIR/tests/data/tokenizers/llama3-bpe.json --bos <|begin_of_text|> --eos <|end_of_text|> --eos <|eot_id|> --chat-template $TS_SRCDIR/tests/data/templates/llama-3-instruct.jinja --dim 64 --hidden-dim 192 --layers 2 --heads 4 --kv-heads 2 --seed 4"
+	"$mk" --format gguf --out "$MODEL_DIR/l3.gguf" $l3 >/dev/null
+	"$mk" --format hf --out "$MODEL_DIR/l3" $l3 >/dev/null
 	export MODEL_DIR
 	ts_start --backend llama --model "$MODEL_DIR/m.gguf" --max-num-seqs 8
 }
@@ -112,6 +117,37 @@ completion() {
 		[ -n "$g" ]
 		[ "$g" = "$h" ]
 	)
+}
+
+@test "model files: a Llama 3 style GGUF and folder: byte-level BPE, special tokens in the template, two EOS ids" {
+	local want='<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhello<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n'
+	for m in l3.gguf l3; do
+		(
+			TS_RUNDIR=$BATS_TEST_TMPDIR/$m
+			ts_start --backend llama --model "$MODEL_DIR/$m" --max-num-seqs 4
+			trap ts_stop EXIT
+			curl -s "$BASE/v1/models" >"$BATS_TEST_TMPDIR/models-$m"
+			jq -e '.data[0].tokstream.eos_token_ids == [544, 547]' "$BATS_TEST_TMPDIR/models-$m"
+			jq -e '.data[0].tokstream.chat_template_source == "model"' "$BATS_TEST_TMPDIR/models-$m"
+			curl -s "$BASE/tokenize" -H 'Content-Type: application/json' \
+				-d '{"messages":[{"role":"user","content":"hello"}]}' |
+				jq -c .tokens >"$BATS_TEST_TMPDIR/chat-$m"
+			curl -s "$BASE/tokenize" -H 'Content-Type: application/json' \
+				-d "{\"prompt\":\"$want\"}" | jq -c .tokens >"$BATS_TEST_TMPDIR/text-$m"
+			chat '[{"role":"user","content":"Once upon a time"}]' |
+				jq -r '.choices[0].message.content' >"$BATS_TEST_TMPDIR/answer-$m"
+		)
+		cat "$BATS_TEST_TMPDIR/chat-$m"
+		# one BOS (the template's), the header and end-of-turn specials
+		cmp "$BATS_TEST_TMPDIR/chat-$m" "$BATS_TEST_TMPDIR/text-$m"
+		jq -e '.[0] == 543 and (.[1:] | index(543)) == null and
+			index(545) == 1 and (index(547) != null)' "$BATS_TEST_TMPDIR/chat-$m"
+	done
+	# the folder and the GGUF: the same tokens, the same greedy answer
+	cmp "$BATS_TEST_TMPDIR/chat-l3.gguf" "$BATS_TEST_TMPDIR/chat-l3"
+	cat "$BATS_TEST_TMPDIR/answer-l3.gguf"
+	grep -qv '^null$' "$BATS_TEST_TMPDIR/answer-l3.gguf"
+	cmp "$BATS_TEST_TMPDIR/answer-l3.gguf" "$BATS_TEST_TMPDIR/answer-l3"
 }
 
 @test "model files: a Q8_0 GGUF serves, and its greedy text starts as the F32 one" {
