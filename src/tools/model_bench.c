@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,7 @@ struct bench_opts {
 	const char *model, *tokenizer, *prompt;
 	uint32_t n;                  /* tokens to generate with --prompt */
 	const char *prompt_ids;      /* --prompt-ids: greedy from these ids */
+	int margins;                 /* --margins: each step's top-2 gap */
 	uint32_t batch;              /* sequences decoding together */
 };
 
@@ -473,6 +475,24 @@ bench_generate(struct engine_backend *b, const char *prompt, uint32_t n)
 	return 0;
 }
 
+/* The gap between the largest and second largest of x[0..n). */
+static double
+top_gap(const float *x, uint32_t n)
+{
+	float a = -INFINITY, b = -INFINITY;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		if (x[i] > a) {
+			b = a;
+			a = x[i];
+		} else if (x[i] > b) {
+			b = x[i];
+		}
+	}
+	return (double)a - (double)b;
+}
+
 /*
  * --prompt-ids: the model (any format model_file.h opens) run directly:
  * the prompt's ids prefilled in one pass for each of `batch` sequences,
@@ -491,7 +511,7 @@ bench_ids(const struct bench_opts *o)
 	struct model_row *rows = NULL;
 	float **kv = NULL, *lg = NULL;
 	uint32_t *ids = NULL, *out = NULL, np = 0, b, k, v, ctx, round;
-	double *step = NULL, t0, prefill = 0;
+	double *step = NULL, *gap = NULL, t0, prefill = 0;
 	char err[512];
 	const char *s = o->prompt_ids;
 	int rc = -1;
@@ -535,6 +555,7 @@ bench_ids(const struct bench_opts *o)
 	lg = xmalloc((size_t)o->batch * v * sizeof(float));
 	out = xmalloc((size_t)o->batch * (o->n + 1) * sizeof(*out));
 	step = xmalloc((o->n + 1) * sizeof(*step));
+	gap = xcalloc(o->n + 1, sizeof(*gap));
 	for (round = 0; round < 2; round++) {
 		t0 = now_s();
 		for (b = 0; b < o->batch; b++) {
@@ -549,6 +570,7 @@ bench_ids(const struct bench_opts *o)
 			out[b * (o->n + 1)] = model_argmax(lg + (size_t)b * v,
 			    v);
 		}
+		gap[0] = top_gap(lg, v);
 		prefill = (now_s() - t0) * 1e3;
 		for (k = 1; k < o->n; k++) {
 			t0 = now_s();
@@ -563,11 +585,19 @@ bench_ids(const struct bench_opts *o)
 				out[b * (o->n + 1) + k] = model_argmax(lg +
 				    (size_t)b * v, v);
 			step[k - 1] = (now_s() - t0) * 1e3;
+			gap[k] = top_gap(lg, v);
 		}
 	}
 	printf("{\"ids\":[");
 	for (k = 0; k < o->n; k++)
 		printf("%s%u", k ? "," : "", out[k]);
+	if (o->margins) {
+		/* how far each greedy choice was from a tie: a part from
+		 * another implementation at a small gap is rounding */
+		printf("],\"top2_gap\":[");
+		for (k = 0; k < o->n; k++)
+			printf("%s%.6g", k ? "," : "", gap[k]);
+	}
 	{
 		size_t ns = o->n > 1 ? o->n - 1 : 0;
 		double med = ns ? median(step, ns) : 0, p90;
@@ -592,6 +622,7 @@ out:
 	free(lg);
 	free(out);
 	free(step);
+	free(gap);
 	free(ids);
 	model_run_free(r);
 	model_file_close(f);
@@ -622,6 +653,8 @@ bench_usage(FILE *f)
 	    "                     separated): -n greedy tokens for --batch B\n"
 	    "                     sequences at once (default 1), one JSON\n"
 	    "                     line: ids, prefill, TPOT median and p90\n"
+	    "  --margins          with --prompt-ids: each step's gap between\n"
+	    "                     the two largest logits (top2_gap)\n"
 	    "  --prompt TEXT      generate from TEXT instead of measuring\n"
 	    "  -n N               tokens to generate (default 64)\n", f);
 }
@@ -638,6 +671,7 @@ main(int argc, char **argv)
 		{ "prompt", required_argument, NULL, 'p' },
 		{ "prompt-ids", required_argument, NULL, 'I' },
 		{ "batch", required_argument, NULL, 'b' },
+		{ "margins", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -684,6 +718,7 @@ main(int argc, char **argv)
 		case 't': o.tokenizer = optarg; break;
 		case 'p': o.prompt = optarg; break;
 		case 'I': o.prompt_ids = optarg; break;
+		case 'G': o.margins = 1; break;
 		case 'h': bench_usage(stdout); return 0;
 		default: bench_usage(stderr); return BENCH_EXIT_USAGE;
 		}
