@@ -493,6 +493,21 @@ top_gap(const float *x, uint32_t n)
 	return (double)a - (double)b;
 }
 
+/* The standard deviation of x[0..n). */
+static double
+logit_sd(const float *x, uint32_t n)
+{
+	double m = 0, s = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		m += x[i];
+	m /= n;
+	for (i = 0; i < n; i++)
+		s += (x[i] - m) * (x[i] - m);
+	return sqrt(s / n);
+}
+
 /*
  * --prompt-ids: the model (any format model_file.h opens) run directly:
  * the prompt's ids prefilled in one pass for each of `batch` sequences,
@@ -511,7 +526,7 @@ bench_ids(const struct bench_opts *o)
 	struct model_row *rows = NULL;
 	float **kv = NULL, *lg = NULL;
 	uint32_t *ids = NULL, *out = NULL, np = 0, b, k, v, ctx, round;
-	double *step = NULL, *gap = NULL, t0, prefill = 0;
+	double *step = NULL, *gap = NULL, t0, prefill = 0, sd = 0;
 	char err[512];
 	const char *s = o->prompt_ids;
 	int rc = -1;
@@ -571,6 +586,7 @@ bench_ids(const struct bench_opts *o)
 			    v);
 		}
 		gap[0] = top_gap(lg, v);
+		sd = logit_sd(lg, v);
 		prefill = (now_s() - t0) * 1e3;
 		for (k = 1; k < o->n; k++) {
 			t0 = now_s();
@@ -594,7 +610,7 @@ bench_ids(const struct bench_opts *o)
 	if (o->margins) {
 		/* how far each greedy choice was from a tie: a part from
 		 * another implementation at a small gap is rounding */
-		printf("],\"top2_gap\":[");
+		printf("],\"logit_sd\":%.6g,\"top2_gap\":[", sd);
 		for (k = 0; k < o->n; k++)
 			printf("%s%.6g", k ? "," : "", gap[k]);
 	}
