@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "model/gguf.h"
+#include "model/model_map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -678,70 +678,26 @@ gguf_open(struct gguf **out, const char *path, char *err, size_t errlen)
 {
 	static const char empty[1];
 	struct gguf *g = NULL;
-	struct stat sb;
-	void *map = MAP_FAILED;
-	size_t len = 0;
+	void *map;
+	size_t len;
 	char why[512];
 	enum ts_err rc;
-	int fd, saved;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		saved = errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-		    strerror(saved));
-		errno = saved;
-		return TS_ESYS;
-	}
-	if (fstat(fd, &sb) != 0) {
-		saved = errno;
-		snprintf(err, errlen, "%s: cannot stat: %s", path,
-		    strerror(saved));
-		errno = saved;
-		rc = TS_ESYS;
-		goto out;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		rc = TS_EFORMAT;
-		goto out;
-	}
-	if ((uint64_t)sb.st_size > SIZE_MAX) {
-		snprintf(err, errlen, "%s: file too large to map", path);
-		rc = TS_ELIMIT;
-		goto out;
-	}
-	len = (size_t)sb.st_size;
-	if (len > 0) {
-		map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (map == MAP_FAILED) {
-			saved = errno;
-			snprintf(err, errlen, "%s: cannot map %zu bytes: %s",
-			    path, len, strerror(saved));
-			errno = saved;
-			rc = TS_ESYS;
-			goto out;
-		}
-	}
-	rc = gguf_parse(&g, len > 0 ? map : empty, len, why, sizeof(why));
+	rc = model_map_file(path, &map, &len, err, errlen);
+	if (rc != TS_OK)
+		return rc;
+	rc = gguf_parse(&g, map != NULL ? map : empty, len, why,
+	    sizeof(why));
 	if (rc != TS_OK) {
 		snprintf(err, errlen, "%s: %s", path, why);
-		goto out;
+		model_unmap_file(map, len);
+		return rc;
 	}
-	if (len > 0) {
-		g->map = map;
-		g->map_len = len;
-		map = MAP_FAILED;
-	}
+	g->map = map;
+	g->map_len = len;
 	*out = g;
-out:
-	saved = errno;
-	if (map != MAP_FAILED)
-		munmap(map, len);
-	close(fd);
-	errno = saved;
-	return rc;
+	return TS_OK;
 }
 
 void
@@ -749,8 +705,7 @@ gguf_close(struct gguf *g)
 {
 	if (g == NULL)
 		return;
-	if (g->map != NULL)
-		munmap(g->map, g->map_len);
+	model_unmap_file(g->map, g->map_len);
 	free(g->kv);
 	free(g->tensors);
 	free(g->kv_idx.slot);

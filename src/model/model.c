@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "model/model_map.h"
 #include "model/model_pool.h"
 #include "model/quant.h"
 
@@ -360,76 +360,34 @@ model_bind(struct model *m, const void *data, size_t len, char *err,
 enum ts_err
 model_open(struct model **out, const char *path, char *err, size_t errlen)
 {
-	struct model *m = NULL;
-	struct stat sb;
-	void *map = MAP_FAILED;
+	struct model *m;
+	void *map;
+	size_t len;
 	char why[400];
 	enum ts_err rc;
-	int fd, saved;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		saved = errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-		    strerror(saved));
-		errno = saved;
-		return TS_ESYS;
+	rc = model_map_file(path, &map, &len, err, errlen);
+	if (rc != TS_OK)
+		return rc;
+	if (len < MODEL_HEADER_BYTES) {
+		snprintf(err, errlen, "%s: file is %zu bytes, shorter than "
+		    "the %u-byte header", path, len, MODEL_HEADER_BYTES);
+		model_unmap_file(map, len);
+		return TS_EFORMAT;
 	}
-	if (fstat(fd, &sb) != 0) {
-		saved = errno;
-		snprintf(err, errlen, "%s: cannot stat: %s", path,
-		    strerror(saved));
-		rc = TS_ESYS;
-		goto out;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		rc = TS_EFORMAT;
-		goto out;
-	}
-	if ((uint64_t)sb.st_size < MODEL_HEADER_BYTES) {
-		snprintf(err, errlen, "%s: file is %lld bytes, shorter than "
-		    "the %u-byte header", path, (long long)sb.st_size,
-		    MODEL_HEADER_BYTES);
-		rc = TS_EFORMAT;
-		goto out;
-	}
-	if ((uint64_t)sb.st_size > SIZE_MAX) {
-		snprintf(err, errlen, "%s: file too large to map", path);
-		rc = TS_ELIMIT;
-		goto out;
-	}
-	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED) {
-		saved = errno;
-		snprintf(err, errlen, "%s: cannot map %lld bytes: %s", path,
-		    (long long)sb.st_size, strerror(saved));
-		rc = TS_ESYS;
-		goto out;
-	}
-	/* start reading it in now rather than on the first request's page
-	 * faults (advice only: failure changes nothing) */
-	(void)posix_madvise(map, (size_t)sb.st_size, POSIX_MADV_WILLNEED);
 	m = xmalloc(sizeof(*m));
-	rc = model_bind(m, map, (size_t)sb.st_size, why, sizeof(why));
+	rc = model_bind(m, map, len, why, sizeof(why));
 	if (rc != TS_OK) {
 		snprintf(err, errlen, "%s: %s", path, why);
-		goto out;
+		model_unmap_file(map, len);
+		free(m);
+		return rc;
 	}
 	m->map = map;
-	m->map_len = (size_t)sb.st_size;
-	map = MAP_FAILED;
+	m->map_len = len;
 	*out = m;
-	m = NULL;
-out:
-	saved = errno;
-	if (map != MAP_FAILED)
-		munmap(map, (size_t)sb.st_size);
-	free(m);
-	close(fd);
-	errno = saved;
-	return rc;
+	return TS_OK;
 }
 
 void
@@ -437,8 +395,7 @@ model_close(struct model *m)
 {
 	if (m == NULL)
 		return;
-	if (m->map != NULL)
-		munmap(m->map, m->map_len);
+	model_unmap_file(m->map, m->map_len);
 	model_unbind(m);
 	free(m);
 }

@@ -4,6 +4,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "model/safetensors.h"
+#include "model/model_map.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -402,8 +402,7 @@ safetensors_close(struct safetensors *st)
 	free(st->t);
 	free(st->by_name);
 	json_decref(st->meta);
-	if (st->map != NULL)
-		munmap(st->map, st->map_len);
+	model_unmap_file(st->map, st->map_len);
 	free(st);
 }
 
@@ -523,67 +522,24 @@ safetensors_open(struct safetensors **out, const char *path, char *err,
     size_t errlen)
 {
 	struct safetensors *st = NULL;
-	void *map = MAP_FAILED;
-	struct stat sb;
+	void *map;
+	size_t len;
 	char why[512];
 	enum ts_err rc;
-	int fd, saved;
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		saved = errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-		    strerror(saved));
-		errno = saved;
-		return TS_ESYS;
-	}
-	if (fstat(fd, &sb) != 0) {
-		saved = errno;
-		snprintf(err, errlen, "%s: cannot stat: %s", path,
-		    strerror(saved));
-		close(fd);
-		errno = saved;
-		return TS_ESYS;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		snprintf(err, errlen, "%s: not a regular file", path);
-		close(fd);
-		return TS_EFORMAT;
-	}
-	if ((uint64_t)sb.st_size > SIZE_MAX) {
-		snprintf(err, errlen, "%s: file too large to map", path);
-		close(fd);
-		return TS_ELIMIT;
-	}
-	if (sb.st_size > 0) {
-		map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE,
-		    fd, 0);
-		if (map == MAP_FAILED) {
-			saved = errno;
-			snprintf(err, errlen, "%s: cannot map %lld bytes: %s",
-			    path, (long long)sb.st_size, strerror(saved));
-			close(fd);
-			errno = saved;
-			return TS_ESYS;
-		}
-	}
-	close(fd);
-	rc = safetensors_parse(&st, map == MAP_FAILED ? "" : map,
-	    (size_t)sb.st_size, why, sizeof(why));
+	rc = model_map_file(path, &map, &len, err, errlen);
+	if (rc != TS_OK)
+		return rc;
+	rc = safetensors_parse(&st, map != NULL ? map : "", len, why,
+	    sizeof(why));
 	if (rc != TS_OK) {
 		snprintf(err, errlen, "%s: %s", path, why);
-		if (map != MAP_FAILED)
-			munmap(map, (size_t)sb.st_size);
+		model_unmap_file(map, len);
 		return rc;
 	}
-	if (map != MAP_FAILED) {
-		/* read it in now rather than on a request's page faults */
-		(void)posix_madvise(map, (size_t)sb.st_size,
-		    POSIX_MADV_WILLNEED);
-		st->map = map;
-		st->map_len = (size_t)sb.st_size;
-	}
+	st->map = map;
+	st->map_len = len;
 	*out = st;
 	return TS_OK;
 }
