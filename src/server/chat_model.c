@@ -12,10 +12,37 @@
 #include <jansson.h>
 
 #include "jinja/jinja.h"
+#include "model/model_export.h"
 #include "proto/chat.h"
 
 /* The largest --chat-template file. */
 #define CHAT_MODEL_MAX_FILE (1u << 20)
+
+/*
+ * Templates --chat-template names (besides tokstream, the built-in one
+ * of proto/chat.h), as their models' tokenizer_config.json has them.
+ */
+static const struct {
+	const char *name;
+	const char *text;
+} chat_model_named[] = {
+	/* TinyLlama/TinyLlama-1.1B-Chat-v1.0 (Zephyr's markers) */
+	{ "tinyllama", MODEL_EXPORT_TEMPLATE_TINYLLAMA },
+	/* the ChatML template of transformers' chat templating docs
+	 * (Qwen's, SmolLM's without their system defaults) */
+	{ "chatml", "{% for message in messages %}{{'<|im_start|>' + "
+	    "message['role'] + '\n' + message['content'] + '<|im_end|>' + "
+	    "'\n'}}{% endfor %}{% if add_generation_prompt %}{{ "
+	    "'<|im_start|>assistant\n' }}{% endif %}" },
+	/* meta-llama/Meta-Llama-3-8B-Instruct */
+	{ "llama3", "{% set loop_messages = messages %}{% for message in "
+	    "loop_messages %}{% set content = '<|start_header_id|>' + "
+	    "message['role'] + '<|end_header_id|>\n\n'+ message['content'] "
+	    "| trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content "
+	    "= bos_token + content %}{% endif %}{{ content }}{% endfor %}{% "
+	    "if add_generation_prompt %}{{ '<|start_header_id|>assistant<|"
+	    "end_header_id|>\n\n' }}{% endif %}" },
+};
 
 struct chat_model {
 	struct jinja_template *t;
@@ -107,7 +134,8 @@ read_file(const char *path, char **text, size_t *len, char *err,
 
 	if (f == NULL) {
 		snprintf(err, errlen, "--chat-template %s: cannot open: %s "
-		    "(a Jinja file, or tokstream for the built-in template)",
+		    "(a Jinja file, or one of tokstream, tinyllama, chatml, "
+		    "llama3)",
 		    path, strerror(errno));
 		return TS_ESYS;
 	}
@@ -140,10 +168,24 @@ chat_model_init(const char *option, const char *model_template,
 	if (option != NULL && strcmp(option, "tokstream") == 0)
 		return TS_OK;
 	if (option != NULL) {
-		rc = read_file(option, &t, &len, err, errlen);
-		if (rc != TS_OK)
-			return rc;
-		*source = "file";
+		size_t i;
+
+		for (i = 0; i < sizeof(chat_model_named) /
+		    sizeof(chat_model_named[0]); i++)
+			if (strcmp(option, chat_model_named[i].name) == 0)
+				break;
+		if (i < sizeof(chat_model_named) /
+		    sizeof(chat_model_named[0])) {
+			len = strlen(chat_model_named[i].text);
+			t = xmalloc(len + 1);
+			memcpy(t, chat_model_named[i].text, len + 1);
+			*source = chat_model_named[i].name;
+		} else {
+			rc = read_file(option, &t, &len, err, errlen);
+			if (rc != TS_OK)
+				return rc;
+			*source = "file";
+		}
 	} else if (model_template != NULL) {
 		len = strlen(model_template);
 		t = xmalloc(len + 1);

@@ -17,10 +17,11 @@
 /*
  * Chooses and installs the template: `option` is --chat-template's
  * value (NULL: the model's own when it has one; "tokstream": the
- * built-in; anything else a file of at most 1 MiB). model_template,
+ * built-in; "tinyllama", "chatml", "llama3": those families' published
+ * templates; anything else a file of at most 1 MiB). model_template,
  * bos and eos are the model's (NULL when it has none). Sets *text to the
  * template in use (for /v1/models; borrowed for the process's life) and
- * *source to "model", "file" or "tokstream". Returns TS_OK, or
+ * *source to "model", "file", "tokstream" or the family's name. Returns TS_OK, or
  * TS_EINVAL / TS_ESYS / TS_EFORMAT with err ("--chat-template t.jinja:
  * line 3, column 5: unexpected 'endfor'").
  */

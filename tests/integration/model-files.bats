@@ -217,6 +217,40 @@ EOF
 	)
 }
 
+@test "model files: --chat-template NAME: chatml, llama3's and the built-in one by name" {
+	local name want
+	for name in chatml tokstream; do
+		case $name in
+		chatml) want='<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n' ;;
+		tokstream) want='<|user|>\nhello\n<|assistant|>\n' ;;
+		esac
+		(
+			TS_RUNDIR=$BATS_TEST_TMPDIR/$name
+			ts_start --backend llama --model "$MODEL_DIR/m.gguf" \
+				--chat-template $name
+			trap ts_stop EXIT
+			curl -s "$BASE/v1/models" | jq -e --arg n $name \
+				'.data[0].tokstream.chat_template_source == $n'
+			a=$(curl -s "$BASE/tokenize" -H 'Content-Type: application/json' \
+				-d '{"messages":[{"role":"user","content":"hello"}]}' | jq -c .tokens)
+			b=$(curl -s "$BASE/tokenize" -H 'Content-Type: application/json' \
+				-d "{\"prompt\":\"$want\"}" | jq -c .tokens)
+			echo "$name: $a"
+			[ "$a" != null ]
+			[ "$a" = "$b" ]
+		)
+	done
+	# llama3's on the Llama 3 style model: its bos_token and specials
+	(
+		TS_RUNDIR=$BATS_TEST_TMPDIR/llama3
+		ts_start --backend llama --model "$MODEL_DIR/l3.gguf" --chat-template llama3
+		trap ts_stop EXIT
+		curl -s "$BASE/tokenize" -H 'Content-Type: application/json' \
+			-d '{"messages":[{"role":"user","content":"hello"}]}' |
+			jq -e '.tokens[0] == 543 and .tokens[1] == 545'
+	)
+}
+
 @test "model files: a broken model or template is refused at start with one clear line" {
 	head -c 3000 "$MODEL_DIR/m.gguf" >"$BATS_TEST_TMPDIR/cut.gguf"
 	run "$TS_BUILDDIR/src/tokstream-fcgi" --backend llama \
