@@ -45,3 +45,18 @@ engine_backend_is_eos(const struct engine_backend *b, uint32_t id)
 			return 1;
 	return 0;
 }
+
+void
+engine_sampling_effective(const struct engine_backend *b,
+    const struct engine_sampling *samp, struct engine_sampling *s)
+{
+	unsigned take = b->gen_has & ~samp->given;
+
+	*s = *samp;
+	if (take & ENGINE_GIVEN_TEMPERATURE)
+		s->temperature = b->gen_temperature;
+	if (take & ENGINE_GIVEN_TOP_P)
+		s->top_p = b->gen_top_p;
+	if (take & ENGINE_GIVEN_TOP_K)
+		s->top_k = b->gen_top_k;
+}

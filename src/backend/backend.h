@@ -130,6 +130,13 @@ struct engine_backend {
 				       * has three) */
 	uint32_t n_eos;               /* 0..ENGINE_MAX_EOS */
 	uint32_t max_token_bytes;     /* longest text of one token, bytes */
+	/* The model's own sampling defaults (a model file's
+	 * generation_config.json or general.sampling.*), for what a
+	 * request does not give: ENGINE_GIVEN_* bits of the fields set. */
+	unsigned gen_has;
+	double gen_temperature;
+	double gen_top_p;
+	uint32_t gen_top_k;
 	int bos_first;                /* tokenize and count_tokens start
 				       * every prompt with one BOS token (a
 				       * special token: /tokenize's
@@ -217,5 +224,15 @@ int engine_backend_model(const struct engine_backend *b, const char *name,
 
 /* 1 when id is one of b's EOS ids (eos_ids[0..n_eos)), else 0. */
 int engine_backend_is_eos(const struct engine_backend *b, uint32_t id);
+
+/*
+ * The sampling a sequence runs with: the request's temperature, top_p
+ * and top_k where it gave them (samp->given), else b's model defaults
+ * (gen_has), else samp's own (the dialect's defaults). vLLM's
+ * --generation-config auto precedence. Writes *s (a copy of *samp with
+ * those three fields resolved).
+ */
+void engine_sampling_effective(const struct engine_backend *b,
+    const struct engine_sampling *samp, struct engine_sampling *s);
 
 #endif /* TS_BACKEND_BACKEND_H */

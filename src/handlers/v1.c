@@ -979,8 +979,19 @@ v1_meta(struct server *srv, struct v1_resp *vr, enum openai_kind kind,
 	vr->rmeta.instructions_len = vr->req.instructions_len;
 	vr->rmeta.max_output_tokens = vr->req.max_tokens;
 	vr->rmeta.has_max_output = vr->req.has_max_tokens;
-	vr->rmeta.temperature = vr->req.temperature;
-	vr->rmeta.top_p = vr->req.top_p;
+	{
+		/* what the sequence runs with: the model's defaults fill
+		 * what the request left out */
+		struct engine_sampling in, eff;
+
+		engine_sampling_defaults(&in);
+		in.temperature = vr->req.temperature;
+		in.top_p = vr->req.top_p;
+		in.given = vr->req.sampling_given;
+		engine_sampling_effective(srv->backend, &in, &eff);
+		vr->rmeta.temperature = eff.temperature;
+		vr->rmeta.top_p = eff.top_p;
+	}
 	vr->rmeta.tools = vr->req.tools_raw;
 	vr->rmeta.tool_choice = vr->req.tool_choice_raw;
 	vr->rmeta.parallel_tool_calls = vr->req.parallel_tool_calls;

@@ -40,14 +40,8 @@ struct model_backend {
 	size_t *ridx;                /* [max_batch]: its index in the step */
 	uint32_t eos[ENGINE_MAX_EOS]; /* the ids that end a text */
 	uint32_t n_eos;
-	/* the model's sampling defaults (generation_config.json, GGUF
-	 * general.sampling.*), for what a request does not give */
-	struct {
-		unsigned has;        /* ENGINE_GIVEN_* bits */
-		double temperature;
-		double top_p;
-		uint32_t top_k;
-	} gen;
+	struct engine_backend be;    /* what llama_backend_open filled:
+				      * the model's sampling defaults */
 };
 
 /* One sequence: its KV cache and where its stream stands. */
@@ -222,6 +216,7 @@ backend_seq_start(void *impl, uint32_t model, const char *prompt, size_t len,
 {
 	struct model_backend *mb = impl;
 	const struct model_config *c = &mb->m->cfg;
+	struct engine_sampling eff;
 	struct model_seq *s = NULL;
 	struct model_row *rows = NULL;
 	uint32_t *ids = NULL;
@@ -260,15 +255,10 @@ backend_seq_start(void *impl, uint32_t model, const char *prompt, size_t len,
 	/* The request's sampling (the lab endpoints ask for greedy); the
 	 * default seed comes from the prompt, so the same request gives
 	 * the same tokens. */
-	s->temperature = (float)(samp->given & ENGINE_GIVEN_TEMPERATURE ||
-	    !(mb->gen.has & ENGINE_GIVEN_TEMPERATURE) ? samp->temperature :
-	    mb->gen.temperature);
-	s->top_p = (float)(samp->given & ENGINE_GIVEN_TOP_P ||
-	    !(mb->gen.has & ENGINE_GIVEN_TOP_P) ? samp->top_p :
-	    mb->gen.top_p);
-	s->top_k = samp->given & ENGINE_GIVEN_TOP_K ||
-	    !(mb->gen.has & ENGINE_GIVEN_TOP_K) ? samp->top_k :
-	    mb->gen.top_k;
+	engine_sampling_effective(&mb->be, samp, &eff);
+	s->temperature = (float)eff.temperature;
+	s->top_p = (float)eff.top_p;
+	s->top_k = eff.top_k;
 	if (s->top_k > 0 && s->top_k < c->vocab_size)
 		s->cut = xmalloc((size_t)c->vocab_size * sizeof(float));
 	s->ignore_eos = samp->ignore_eos;
@@ -588,10 +578,10 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	 * stories */
 	memcpy(mb->eos, mb->file->eos, sizeof(mb->eos));
 	mb->n_eos = mb->file->n_eos;
-	mb->gen.has = mb->file->gen_has;
-	mb->gen.temperature = mb->file->temperature;
-	mb->gen.top_p = mb->file->top_p;
-	mb->gen.top_k = mb->file->top_k;
+	out->gen_has = mb->file->gen_has;
+	out->gen_temperature = mb->file->temperature;
+	out->gen_top_p = mb->file->top_p;
+	out->gen_top_k = mb->file->top_k;
 	memcpy(out->eos_ids, mb->eos, sizeof(mb->eos));
 	out->n_eos = mb->n_eos;
 	out->seq_start = backend_seq_start;
@@ -605,6 +595,7 @@ llama_backend_open(struct engine_backend *out, const char *checkpoint,
 	out->context_len = backend_context_len;
 	out->describe = backend_describe;
 	out->close = backend_close;
+	mb->be = *out;
 	return TS_OK;
 fail:
 	model_file_close(mb->file);

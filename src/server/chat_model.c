@@ -11,7 +11,10 @@
 
 #include <jansson.h>
 
+#include <sys/stat.h>
+
 #include "jinja/jinja.h"
+#include "text/utf8.h"
 #include "model/model_export.h"
 #include "proto/chat.h"
 
@@ -49,6 +52,7 @@ struct chat_model {
 	char *text;
 	char *bos;
 	char *eos;
+	const char *who;         /* "the model's", "--chat-template's" */
 };
 
 static struct chat_model chat_model;
@@ -97,16 +101,17 @@ chat_model_render(void *impl, const struct chat_msg *msgs, size_t n,
 	rc = jinja_render(cm->t, ctx, room, &s, &sl, err, errlen);
 	json_decref(ctx);
 	if (rc != TS_OK) {
-		if (rc != TS_EINVAL)
-			err[0] = '\0';  /* too long: the caller says so */
-		else if (strncmp(err, "template", 8) != 0) {
-			char why[200];
+		char why[200];
 
+		/* the template's raise_exception() speaks for itself
+		 * ("template raised: ..."); a limit the render hit or a
+		 * template that fails is named as the template's */
+		if (strncmp(err, "template raised", 15) != 0) {
 			snprintf(why, sizeof(why), "%s", err);
-			snprintf(err, errlen, "the model's chat template "
-			    "failed: %s", why);
+			snprintf(err, errlen, "%s chat template failed: %s",
+			    cm->who, why);
 		}
-		return rc == TS_EINVAL ? TS_EINVAL : TS_ELIMIT;
+		return TS_EINVAL;
 	}
 	if (open_last && n > 0 && msgs[n - 1].len > 0) {
 		const char *c = msgs[n - 1].content;
@@ -128,10 +133,18 @@ static enum ts_err
 read_file(const char *path, char **text, size_t *len, char *err,
     size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	FILE *f;
 	char *p;
 	size_t n;
 
+	if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "--chat-template %s: not a regular file "
+		    "(a Jinja file, or one of tokstream, tinyllama, chatml, "
+		    "llama3)", path);
+		return TS_EINVAL;
+	}
+	f = fopen(path, "rb");
 	if (f == NULL) {
 		snprintf(err, errlen, "--chat-template %s: cannot open: %s "
 		    "(a Jinja file, or one of tokstream, tinyllama, chatml, "
@@ -193,6 +206,16 @@ chat_model_init(const char *option, const char *model_template,
 		*source = "model";
 	} else {
 		return TS_OK;
+	}
+	chat_model.who = option != NULL ? "the --chat-template" :
+	    "the model's";
+	if (len == 0 || !utf8_valid(t, len)) {
+		snprintf(err, errlen, "%s chat template is %s (--chat-template "
+		    "tokstream or a file replaces it)", option != NULL ?
+		    option : "the model's", len == 0 ? "empty" :
+		    "not valid UTF-8");
+		free(t);
+		return TS_EFORMAT;
 	}
 	rc = jinja_parse(&chat_model.t, t, len, why, sizeof(why));
 	if (rc != TS_OK) {

@@ -56,8 +56,10 @@ mkmodel_usage(FILE *f)
 	    "  --format F           llama2c (default), gguf or hf\n"
 	    "  --out PATH           the GGUF file or the folder to write\n"
 	    "  --type T             weights: f32 (default), f16, bf16, q8_0,\n"
-	    "                       q4_0 (GGUF; q types need widths that are\n"
-	    "                       multiples of 32); hf: f32, f16, bf16\n"
+	    "                       q4_0, q4_K, q6_K (GGUF: q8_0 and q4_0\n"
+	    "                       need --dim and --hidden-dim multiples of\n"
+	    "                       32, e.g. --hidden-dim 192; q4_K and q6_K\n"
+	    "                       multiples of 256); hf: f32, f16, bf16\n"
 	    "  --chat-template T    a Jinja file, tinyllama (default: the\n"
 	    "                       TinyLlama chat template) or none\n"
 	    "  --name NAME          GGUF general.name (the served name)\n"
@@ -128,8 +130,8 @@ mkmodel_type(const char *s, uint32_t *t)
 			*t = types[i];
 			return 0;
 		}
-	fprintf(stderr, "tokstream-mkmodel: --type must be f32, f16, bf16, "
-	    "q8_0 or q4_0%s: %s\n", quant_supported(MODEL_DTYPE_Q4_K) ?
+	fprintf(stderr, "tokstream-mkmodel: --type must be one of f32, f16, "
+	    "bf16, q8_0, q4_0%s: %s\n", quant_supported(MODEL_DTYPE_Q4_K) ?
 	    ", q4_K, q6_K" : "", s);
 	return -1;
 }
@@ -149,10 +151,13 @@ mkmodel_real(const char *name, const char *s, double hi, double *v)
 
 	errno = 0;
 	*v = strtod(s, &end);
+	/* top_p and the RoPE base are above 0 (top_p in (0, 1], as the
+	 * server takes it) */
 	if (errno != 0 || end == s || *end != '\0' || !(*v >= 0.0) ||
-	    *v > hi || (strcmp(name, "--rope-theta") == 0 && *v <= 0.0)) {
+	    *v > hi || (strcmp(name, "--temperature") != 0 && *v <= 0.0)) {
 		fprintf(stderr, "tokstream-mkmodel: %s must be a number in "
-		    "0..%g: %s\n", name, hi, s);
+		    "%s%g]: %s\n", name, strcmp(name, "--temperature") != 0 ?
+		    "(0, " : "[0, ", hi, s);
 		return -1;
 	}
 	return 0;
@@ -443,6 +448,11 @@ main(int argc, char **argv)
 	} else if (x.pre != NULL || x.bos != NULL || x.n_eos > 0) {
 		fprintf(stderr, "tokstream-mkmodel: --pre, --bos and --eos go "
 		    "with --tokenizer-json\n");
+		return MKMODEL_EXIT_USAGE;
+	}
+	if (x.max_shard_bytes > 0 && strcmp(format, "hf") != 0) {
+		fprintf(stderr, "tokstream-mkmodel: --shard-bytes goes with "
+		    "--format hf\n");
 		return MKMODEL_EXIT_USAGE;
 	}
 	if (strcmp(format, "llama2c") != 0)

@@ -64,6 +64,7 @@ struct bench_opts {
 	const char *prompt_ids;      /* --prompt-ids: greedy from these ids */
 	int margins;                 /* --margins: each step's top-2 gap */
 	uint32_t batch;              /* sequences decoding together */
+	int batch_given;
 };
 
 /* Synthetic models, about 1M, 8M, 34M and 63M parameters (with their
@@ -551,7 +552,12 @@ bench_ids(const struct bench_opts *o)
 		s = *end == ',' ? end + 1 : end;
 	}
 	ctx = np + o->n + 1;
-	if (np == 0 || ctx > f->m->cfg.seq_len) {
+	if (np == 0) {
+		fprintf(stderr, "tokstream-model-bench: --prompt-ids: at least "
+		    "one id\n");
+		goto out;
+	}
+	if (ctx > f->m->cfg.seq_len) {
 		fprintf(stderr, "tokstream-model-bench: %u prompt ids and %u "
 		    "tokens do not fit the context %u\n", np, o->n,
 		    f->m->cfg.seq_len);
@@ -722,8 +728,10 @@ main(int argc, char **argv)
 				}
 				if (ch == 'T')
 					o.threads = (uint32_t)v;
-				else if (ch == 'b')
+				else if (ch == 'b') {
 					o.batch = (uint32_t)v;
+					o.batch_given = 1;
+				}
 				else
 					o.n = (uint32_t)v;
 			}
@@ -749,6 +757,10 @@ main(int argc, char **argv)
 	}
 	if (o.threads == 0)
 		o.threads = model_pool_default_threads();
+	if (o.batch == 0 && o.batch_given) {
+		fprintf(stderr, "tokstream-model-bench: --batch must be 1..64\n");
+		return BENCH_EXIT_USAGE;
+	}
 	if (o.batch == 0)
 		o.batch = 1;
 	if (o.prompt_ids != NULL)

@@ -215,6 +215,20 @@ EOF
 		[ "$code" = 400 ]
 		jq -e '.error.message | contains("System role not supported")' "$BATS_TEST_TMPDIR/err2"
 	)
+	# a template that runs away: its limit named, not the client's text
+	printf '{%% for i in range(1000000000) %%}x{%% endfor %%}' >"$BATS_TEST_TMPDIR/loop.jinja"
+	(
+		TS_RUNDIR=$BATS_TEST_TMPDIR/loop
+		ts_start --backend llama --model "$MODEL_DIR/m.gguf" \
+			--chat-template "$BATS_TEST_TMPDIR/loop.jinja"
+		trap ts_stop EXIT
+		code=$(curl -s -o "$BATS_TEST_TMPDIR/err3" -w '%{http_code}' \
+			"$BASE/v1/chat/completions" -H 'Content-Type: application/json' \
+			-d '{"model":"synth-gguf","messages":[{"role":"user","content":"hi"}]}')
+		cat "$BATS_TEST_TMPDIR/err3"
+		[ "$code" = 400 ]
+		jq -e '.error.message | startswith("the --chat-template chat template failed: ")' "$BATS_TEST_TMPDIR/err3"
+	)
 }
 
 @test "model files: --chat-template NAME: chatml, llama3's and the built-in one by name" {
@@ -270,4 +284,20 @@ EOF
 		--socket "$BATS_TEST_TMPDIR/s3"
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"drop --tokenizer"* ]]
+	# a template that is not UTF-8, empty, or a folder
+	printf '\377\376 {{ messages[0].content }}' >"$BATS_TEST_TMPDIR/bad-utf8.jinja"
+	: >"$BATS_TEST_TMPDIR/empty.jinja"
+	for t in bad-utf8.jinja empty.jinja; do
+		run "$TS_BUILDDIR/src/tokstream-fcgi" --backend llama \
+			--model "$MODEL_DIR/m.gguf" --chat-template "$BATS_TEST_TMPDIR/$t" \
+			--socket "$BATS_TEST_TMPDIR/s4"
+		echo "$output"
+		[ "$status" -ne 0 ]
+		[[ "$output" == *"$t chat template is"* ]]
+	done
+	run "$TS_BUILDDIR/src/tokstream-fcgi" --backend llama \
+		--model "$MODEL_DIR/m.gguf" --chat-template "$BATS_TEST_TMPDIR" \
+		--socket "$BATS_TEST_TMPDIR/s5"
+	[ "$status" -ne 0 ]
+	[[ "$output" == *"not a regular file"* ]]
 }
