@@ -176,6 +176,10 @@ completion() {
 		b=$(completion "$body,\"seed\":2")
 		z=$(completion "$body,\"temperature\":0")
 		h=$(completion "$body,\"temperature\":2,\"seed\":1")
+		# the Responses API echoes the temperature the model gave
+		curl -s "$BASE/v1/responses" -H 'Content-Type: application/json' \
+			-d "{\"model\":\"$(served)\",\"input\":\"hi\",\"max_output_tokens\":4}" |
+			jq -e '.temperature == 0'
 		echo "default seed 1: $a"
 		echo "default seed 2: $b"
 		echo "temperature 0:  $z"
