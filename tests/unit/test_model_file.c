@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend/backend.h"
 #include "model/dtype.h"
 #include "model/gguf.h"
 #include "model/model.h"
@@ -429,6 +430,36 @@ test_defaults_read(void **unused)
 	model_file_close(f);
 }
 
+/* The precedence of sampling fields: the request's, the model's, the
+ * dialect's (engine_sampling_effective). */
+static void
+test_sampling_precedence(void **unused)
+{
+	struct engine_backend be;
+	struct engine_sampling in, out;
+
+	(void)unused;
+	memset(&be, 0, sizeof(be));
+	be.gen_has = ENGINE_GIVEN_TEMPERATURE | ENGINE_GIVEN_TOP_K;
+	be.gen_temperature = 0.25;
+	be.gen_top_p = 0.5;         /* not in gen_has: never used */
+	be.gen_top_k = 7;
+	engine_sampling_defaults(&in);
+	in.temperature = 1.5;
+	in.given = ENGINE_GIVEN_TEMPERATURE;
+	engine_sampling_effective(&be, &in, &out);
+	assert_true(out.temperature == 1.5);   /* the request's */
+	assert_int_equal(out.top_k, 7);        /* the model's */
+	assert_true(out.top_p == 1.0);         /* the dialect's */
+	in.given = 0;
+	engine_sampling_effective(&be, &in, &out);
+	assert_true(out.temperature == 0.25);
+	engine_sampling_greedy(&in);           /* the lab: all given */
+	engine_sampling_effective(&be, &in, &out);
+	assert_true(out.temperature == 0.0);
+	assert_int_equal(out.top_k, 0);
+}
+
 /* Writes a GGUF of the synthetic model with `arch` and without tensor
  * `drop` (NULL: none). */
 static void
@@ -535,6 +566,7 @@ main(void)
 		cmocka_unit_test(test_quantized_close),
 		cmocka_unit_test(test_k_quants_close),
 		cmocka_unit_test(test_defaults_read),
+		cmocka_unit_test(test_sampling_precedence),
 		cmocka_unit_test(test_errors),
 	};
 
