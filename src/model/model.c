@@ -607,6 +607,16 @@ mm_rows_quant(const struct model_mm *j, const struct model_mm_part *p,
 
 	for (i = lo; i < hi; i += k) {
 		k = hi - i < 4 ? hi - i : 4;
+		if (k == 4) {
+			/* four rows against up to four sequences at once:
+			 * each weight block read and converted once */
+			for (b = 0; b < j->nb; b += 4)
+				quant_dot_tile(w->type, wd + i * w->row_bytes,
+				    j->in, p->xq + b * p->xq_bytes,
+				    p->xq_bytes, j->nb - b < 4 ? j->nb - b : 4,
+				    p->out + b * d + i, d);
+			continue;
+		}
 		for (b = 0; b < j->nb; b++) {
 			float *out = p->out + b * d + i;
 			size_t t;

@@ -272,7 +272,8 @@ dot_q6_k(const uint8_t *w, size_t stride, size_t n, const uint8_t *xq,
 }
 
 static const struct quant_kernel quant_kernel_scalar = {
-	"scalar", dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k
+	"scalar", dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_q4_k, dot_q6_k,
+	NULL
 };
 
 /* ---- the choice of kernel --------------------------------------------- */
@@ -459,4 +460,28 @@ quant_dot_rows(enum model_dtype t, const void *w, size_t n, const void *xq,
 		return;
 	}
 	f(w, (size_t)stride, n, xq, nrows, out);
+}
+
+void
+quant_dot_tile(enum model_dtype t, const void *w, size_t n, const void *xq,
+    size_t xstride, size_t nx, float *out, size_t ostride)
+{
+	const struct quant_kernel *k = kernel();
+	uint64_t stride = model_dtype_row_bytes(t, n);
+	size_t j, r;
+
+	if (t == MODEL_DTYPE_Q8_0 && k->q8_0_tile != NULL && stride != 0 &&
+	    nx >= 1 && nx <= QUANT_MAX_ROWS) {
+		k->q8_0_tile(w, (size_t)stride, n, xq, xstride, nx, out,
+		    ostride);
+		return;
+	}
+	for (j = 0; j < nx; j++) {
+		float o[QUANT_MAX_ROWS];
+
+		quant_dot_rows(t, w, n, (const unsigned char *)xq +
+		    j * xstride, QUANT_MAX_ROWS, o);
+		for (r = 0; r < QUANT_MAX_ROWS; r++)
+			out[j * ostride + r] = o[r];
+	}
 }

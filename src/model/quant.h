@@ -117,4 +117,15 @@ float quant_f16_to_f32(uint16_t h);
 uint16_t quant_f32_to_bf16(float f);
 float quant_bf16_to_f32(uint16_t h);
 
+/*
+ * Four rows of w (as quant_dot_rows with nrows 4) against nx activation
+ * rows (1..QUANT_MAX_ROWS; row j at xq + j * xstride bytes, each from
+ * quant_prepare): out[j * ostride + k] = (row k) . (activation j). The
+ * same bits as nx calls of quant_dot_rows; a batched matmul (a decode
+ * step of several sequences) reads and converts each weight block once
+ * for the nx rows (Q8_0 on AVX-512; the other types and kernels loop).
+ */
+void quant_dot_tile(enum model_dtype t, const void *w, size_t n,
+    const void *xq, size_t xstride, size_t nx, float *out, size_t ostride);
+
 #endif /* TS_MODEL_QUANT_H */

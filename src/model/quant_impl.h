@@ -69,9 +69,16 @@ quant_ldf(const uint8_t *p)
 typedef void (*quant_dot_fn)(const uint8_t *w, size_t stride, size_t n,
     const uint8_t *xq, size_t nrows, float *out);
 
+/* Four rows against nx (1..4) activation rows (at xq + j * xstride):
+ * out[j * ostride + k]; the same bits as quant_dot_fn per row. */
+typedef void (*quant_tile_fn)(const uint8_t *w, size_t stride, size_t n,
+    const uint8_t *xq, size_t xstride, size_t nx, float *out,
+    size_t ostride);
+
 struct quant_kernel {
 	const char *name;
 	quant_dot_fn f16, bf16, q8_0, q4_0, q4_k, q6_k;
+	quant_tile_fn q8_0_tile;       /* NULL: a loop of q8_0 calls */
 };
 
 /*

@@ -735,6 +735,69 @@ test_simd_vs_scalar(void **state)
  * d = 1: every product and partial sum is an integer below 2^24, so
  * every kernel's float steps are exact and all must equal the integer
  * dot. Weight bytes cover -128 (Q8_0), every nibble and 6-bit value. */
+/*
+ * quant_dot_tile (four rows against 1..4 activation rows) gives the bits
+ * of quant_dot_rows for each activation row, with every kernel, for
+ * every type (Q8_0 has a tiled AVX-512 body; the others loop), on even
+ * and odd numbers of blocks (the tiled body's tail).
+ */
+static void
+test_tile_equals_rows(void **state)
+{
+	static float w[4 * MAXN], x[4 * MAXN];
+	static uint8_t wbuf[4 * MAXN * 2 + 64], xbuf[4 * MAXN * 2 + 64];
+	static const char *const kernels[] = { "scalar", "avx2", "avx512" };
+	static const size_t lens[] = { 32, 64, 96, 256, 512, 1536, 2816 };
+	size_t ki, ti, li;
+
+	(void)state;
+	for (ki = 0; ki < 3; ki++) {
+		if (quant_set_kernel(kernels[ki]) != 0)
+			continue;
+		for (ti = 0; ti < NTYPES; ti++) {
+			enum model_dtype t = types[ti];
+
+			for (li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+				size_t n = lens[li], stride, xs, nx, r, j;
+				uint8_t *wq = wbuf + 1, *xq = xbuf + 3;
+
+				if (n % block_of(t) != 0)
+					continue;
+				stride = model_dtype_row_bytes(t, n);
+				xs = model_dtype_row_bytes(quant_vec_type(t), n);
+				random_row(w, 4 * n, 0.05f);
+				random_row(x, 4 * n, 3.0f);
+				for (r = 0; r < 4; r++) {
+					quant_quantize_row(t, w + r * n,
+					    wq + r * stride, n);
+					quant_prepare(t, x + r * n, xq + r * xs,
+					    n);
+				}
+				for (nx = 1; nx <= 4; nx++) {
+					float got[4 * 5], want[4];
+
+					quant_dot_tile(t, wq, n, xq, xs, nx, got,
+					    5);
+					for (j = 0; j < nx; j++) {
+						quant_dot_rows(t, wq, n,
+						    xq + j * xs, 4, want);
+						for (r = 0; r < 4; r++)
+							if (memcmp(&got[j * 5 + r],
+							    &want[r], 4) != 0)
+								fail_msg("%s %s n %zu "
+								    "nx %zu: tile %g, "
+								    "rows %g", kernels[ki],
+								    model_dtype_name(t),
+								    n, nx, got[j * 5 + r],
+								    want[r]);
+					}
+				}
+			}
+		}
+	}
+	quant_set_kernel(quant_kernel_name());
+}
+
 static void
 test_integer_exact(void **state)
 {
@@ -917,6 +980,7 @@ main(void)
 		cmocka_unit_test(test_scalar_vs_double),
 		cmocka_unit_test(test_simd_vs_scalar),
 		cmocka_unit_test(test_integer_exact),
+		cmocka_unit_test(test_tile_equals_rows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
