@@ -19,6 +19,52 @@
 #include "jinja/jinja.h"
 #include "jinja/jinja_int.h"
 
+/* One UTF-8 character of (s, n), as jinja_int.h says (here, beside
+ * the values, so that the lexer and the values do not lean on each
+ * other). */
+size_t
+jinja_utf8_next(const char *s, size_t n, uint32_t *cp)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t len, i;
+	uint32_t c;
+
+	if (n == 0) {
+		*cp = 0;
+		return 0;
+	}
+	if (u[0] < 0x80) {
+		*cp = u[0];
+		return 1;
+	}
+	if ((u[0] & 0xe0) == 0xc0) {
+		len = 2;
+		c = u[0] & 0x1f;
+	} else if ((u[0] & 0xf0) == 0xe0) {
+		len = 3;
+		c = u[0] & 0x0f;
+	} else if ((u[0] & 0xf8) == 0xf0) {
+		len = 4;
+		c = u[0] & 0x07;
+	} else {
+		*cp = u[0];
+		return 1;
+	}
+	if (len > n) {
+		*cp = u[0];
+		return 1;
+	}
+	for (i = 1; i < len; i++) {
+		if ((u[i] & 0xc0) != 0x80) {
+			*cp = u[0];
+			return 1;
+		}
+		c = (c << 6) | (u[i] & 0x3f);
+	}
+	*cp = c;
+	return len;
+}
+
 /* ---- arena ---- */
 struct jarena_chunk {
 	struct jarena_chunk *next;

@@ -16,30 +16,6 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 
-char *
-model_file_strdup(const char *s, size_t len)
-{
-	char *p = xmalloc(len + 1);
-
-	if (len > 0)
-		memcpy(p, s, len);
-	p[len] = '\0';
-	return p;
-}
-
-void
-model_file_add_eos(struct model_file *f, uint32_t id, uint32_t vocab)
-{
-	uint32_t i;
-
-	if (id >= vocab || f->n_eos >= ENGINE_MAX_EOS)
-		return;
-	for (i = 0; i < f->n_eos; i++)
-		if (f->eos[i] == id)
-			return;
-	f->eos[f->n_eos++] = id;
-}
-
 void
 model_file_close(struct model_file *f)
 {

@@ -10,7 +10,7 @@
  * GGUF's q and k rows are already in the interleaved RoPE layout the
  * forward pass uses (convert_hf_to_gguf.py permutes them).
  */
-#include "model/model_file.h"
+#include "model/model_load.h"
 
 #include <math.h>
 #include <stdio.h>

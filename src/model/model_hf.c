@@ -10,7 +10,7 @@
  * does), and norms not stored as aligned F32, which are converted. So a
  * folder and the GGUF of the same weights compute the same floats.
  */
-#include "model/model_file.h"
+#include "model/model_load.h"
 
 #include <math.h>
 #include <stdio.h>

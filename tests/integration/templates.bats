@@ -147,5 +147,5 @@ raises() {
 	    >"$BATS_TEST_TMPDIR/js.out"
 	"$RENDER" "$BATS_TEST_TMPDIR/changed.jinja" "$TPL/ctx/multi.json" \
 	    >"$BATS_TEST_TMPDIR/c.out"
-	! cmp -s "$BATS_TEST_TMPDIR/js.out" "$BATS_TEST_TMPDIR/c.out"
+	! cmp -s "$BATS_TEST_TMPDIR/js.out" "$BATS_TEST_TMPDIR/c.out" || false
 }
