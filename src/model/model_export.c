@@ -20,6 +20,7 @@
 #include "model/hf.h"
 #include "model/model.h"
 #include "model/quant.h"
+#include "model/tokenizer.h"
 
 /* SentencePiece's space, U+2581 */
 #define SPM_SPACE "\xe2\x96\x81"
@@ -62,59 +63,46 @@ vocab_free(struct export_vocab *v)
 	memset(v, 0, sizeof(*v));
 }
 
-/* Reads the n tokens of tokenizer.bin at path. */
+/* The n tokens of tokenizer.bin at path (tokenizer.h reads it), spaces
+ * written as U+2581. */
 static enum ts_err
 vocab_read(struct export_vocab *v, const char *path, uint32_t n, char *err,
     size_t errlen)
 {
-	FILE *f = fopen(path, "rb");
-	int32_t maxlen, len;
-	char buf[4096];
+	struct tokenizer *t;
+	enum ts_err rc;
 	uint32_t i;
-	size_t k, o;
 
 	memset(v, 0, sizeof(*v));
-	if (f == NULL) {
-		snprintf(err, errlen, "%s: cannot open: %s", path,
-		    strerror(errno));
-		return TS_ESYS;
-	}
+	rc = tokenizer_open(&t, path, n, err, errlen);
+	if (rc != TS_OK)
+		return rc;
 	v->piece = xcalloc(n, sizeof(*v->piece));
 	v->len = xcalloc(n, sizeof(*v->len));
 	v->score = xcalloc(n, sizeof(*v->score));
 	v->type = xcalloc(n, sizeof(*v->type));
 	v->n = n;
-	if (fread(&maxlen, 4, 1, f) != 1)
-		goto bad;
 	for (i = 0; i < n; i++) {
-		if (fread(&v->score[i], 4, 1, f) != 1 ||
-		    fread(&len, 4, 1, f) != 1 || len <= 0 ||
-		    len > (int32_t)sizeof(buf) ||
-		    fread(buf, 1, (size_t)len, f) != (size_t)len)
-			goto bad;
+		size_t len, k, o;
+		const char *p = tokenizer_piece(t, i, &len);
+
 		/* each space becomes three bytes */
-		v->piece[i] = xmalloc(3 * (size_t)len + 1);
-		for (k = 0, o = 0; k < (size_t)len; k++) {
-			if (buf[k] == ' ') {
+		v->piece[i] = xmalloc(3 * len + 1);
+		for (k = 0, o = 0; k < len; k++) {
+			if (p[k] == ' ') {
 				memcpy(v->piece[i] + o, SPM_SPACE, 3);
 				o += 3;
 			} else {
-				v->piece[i][o++] = buf[k];
+				v->piece[i][o++] = p[k];
 			}
 		}
 		v->piece[i][o] = '\0';
 		v->len[i] = o;
-		v->type[i] = i == 0 ? 2 : i < 3 ? 3 :
-		    (len == 6 && memcmp(buf, "<0x", 3) == 0) ? 6 : 1;
+		v->score[i] = tokenizer_score(t, i);
+		v->type[i] = tokenizer_token_type(t, i);
 	}
-	fclose(f);
+	tokenizer_free(t);
 	return TS_OK;
-bad:
-	fclose(f);
-	vocab_free(v);
-	snprintf(err, errlen, "%s: not a tokenizer.bin of %u tokens", path,
-	    n);
-	return TS_EFORMAT;
 }
 
 uint32_t

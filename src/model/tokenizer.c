@@ -422,6 +422,12 @@ tokenizer_token_type(const struct tokenizer *t, uint32_t id)
 	return id < t->vocab_size ? t->type[id] : 0;
 }
 
+float
+tokenizer_score(const struct tokenizer *t, uint32_t id)
+{
+	return id < t->vocab_size && t->scores != NULL ? t->scores[id] : 0.0f;
+}
+
 const char *
 tokenizer_decode(const struct tokenizer *t, uint32_t prev_id, uint32_t id,
     size_t *len)

@@ -223,5 +223,8 @@ uint32_t tokenizer_token_id(const struct tokenizer *t, const char *text,
     size_t len);
 /* The GGUF type of id (TOKENIZER_TYPE_*), 0 when out of range. */
 int tokenizer_token_type(const struct tokenizer *t, uint32_t id);
+/* The SentencePiece score of id (tokenizer.bin's, GGUF's
+ * tokenizer.ggml.scores; 0 for byte-level BPE), 0 when out of range. */
+float tokenizer_score(const struct tokenizer *t, uint32_t id);
 
 #endif /* TS_MODEL_TOKENIZER_H */
